@@ -1,0 +1,40 @@
+"""The verifier's one error hierarchy.
+
+Every check in `verify/` raises a subclass of :class:`VerificationError`; callers that want a
+result object instead use the result-returning variants, which catch exactly this root.
+"""
+
+from __future__ import annotations
+
+
+class VerificationError(Exception):
+    """Root of every verification failure."""
+
+
+class MalformedInput(VerificationError):
+    """The input cannot be parsed into what the check needs (bad base64, wrong shape, ...)."""
+
+
+class ProofError(VerificationError):
+    """A Merkle inclusion or consistency proof does not verify (RFC 9162 §2.1.3, §2.1.4)."""
+
+
+class RootMismatch(ProofError):
+    """A proof recomputes a root other than the one expected."""
+
+    def __init__(self, expected: bytes, computed: bytes) -> None:
+        super().__init__(f"root mismatch: expected {expected.hex()}, computed {computed.hex()}")
+        self.expected = expected
+        self.computed = computed
+
+
+class SignatureError(VerificationError):
+    """A signature (Data Integrity proof or signed note) does not verify."""
+
+
+class UntrustedKey(VerificationError):
+    """The signer's key is not among the trusted keys."""
+
+
+class ManifestError(VerificationError):
+    """A manifest assertion is missing, undeclared, or hashes to another value."""
