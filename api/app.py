@@ -1,0 +1,274 @@
+"""The HTTP edge: `create_app(settings)`, thin routes over the lease service (DESIGN §3)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from math import ceil
+from typing import Any, TypeVar
+
+import rfc8785
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ValidationError
+
+from api.schemas import (
+    OPS,
+    InputError,
+    LeaseBody,
+    NamespaceBody,
+    ScopeBody,
+    input_error,
+)
+from api.settings import Settings
+from api.tenancy import ANONYMOUS, RateLimiter, Tenancy, high_entropy, mint_namespace
+from ledger.keyring import load_or_create_secret
+from ledger.leases import Outcome
+from ledger.service import Answer, LeaseCall, LeaseService, Limits, StorageUnavailable
+from ledger.store import DB_NAME, connect, open_db
+
+CONFLICTS = frozenset(
+    {Outcome.HELD, Outcome.LOST, Outcome.CONFLICT, Outcome.IDEMPOTENCY_CONFLICT}
+    | {Outcome.NOT_ACTIVE}
+)
+JSON = "application/json"
+
+
+@dataclass
+class Runtime:
+    """What the routes share; built in the lifespan, so tests get a fresh one per app."""
+
+    service: LeaseService
+    tenancy: Tenancy
+    limiter: RateLimiter
+
+
+def respond(data: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> Response:
+    body = json.dumps({"data": data}, separators=(",", ":"), ensure_ascii=False)
+    return Response(body.encode(), status, headers, media_type=JSON)
+
+
+def error_response(error: InputError, headers: dict[str, str] | None = None) -> Response:
+    return respond({"status": "fail", "error": error.as_data()}, error.status, headers)
+
+
+def unknown_response(message: str, status: int = 503) -> Response:
+    error = {"code": "storage_unavailable", "message": message}
+    return respond({"status": "unknown", "error": error}, status, {"Retry-After": "1"})
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """Refuse a body over `limit` with 413 before reading (or parsing) the rest of it."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise InputError("too_large", f"body exceeds {limit} bytes", status=413)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise InputError("too_large", f"body exceeds {limit} bytes", status=413)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse(model: type[M], body: bytes) -> M:
+    try:
+        return model.model_validate_json(body or b"{}")
+    except ValidationError as error:
+        raise input_error(error) from error
+
+
+def status_of(answer: Answer) -> int:
+    if answer.fresh_grant:
+        return 201
+    return 409 if answer.outcome in CONFLICTS else 200
+
+
+def create_app(settings: Settings) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        conn = open_db(settings.data_dir)
+        reader = connect(settings.data_dir / DB_NAME)
+        limits = Limits(settings.ttl_max_seconds, settings.lifecycle_seconds)
+        service = LeaseService(conn, load_or_create_secret(settings.keys_dir), limits)
+        await service.start(settings.sweep_interval)
+        tenancy = Tenancy(reader, settings.require_api_key, settings.allow_anonymous)
+        app.state.runtime = Runtime(service, tenancy, RateLimiter(settings.rate_limit))
+        try:
+            yield
+        finally:
+            await service.stop()
+            reader.close()
+            conn.close()
+
+    app = FastAPI(title="tenure", version="0.1.0", lifespan=lifespan)
+    _routes(app, settings)
+    return app
+
+
+def _runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
+def _tenant(request: Request, namespace: str | None, sub: str | None) -> str:
+    runtime = _runtime(request)
+    namespace = namespace or request.headers.get("tenure-namespace")
+    tenant = runtime.tenancy.resolve(request.headers.get("authorization"), namespace, sub)
+    wait = runtime.limiter.retry_after(tenant, time.monotonic())
+    if wait is not None:
+        raise InputError("rate_limited", "too many requests for this tenant", status=429) from (
+            _RetryAfter(wait)
+        )
+    return tenant
+
+
+class _RetryAfter(Exception):
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+
+def _call(body: LeaseBody, op: str, tenant: str, settings: Settings) -> LeaseCall:
+    """Check what the schema cannot (per-op requirements, operator limits) and build the call."""
+    if op in ("acquire", "wait") and body.holder is None:
+        raise InputError("missing", f"holder is required for {op}", "holder")
+    if op in ("renew", "release", "complete") and body.owner_token is None:
+        raise InputError("missing", f"ownerToken is required for {op}", "ownerToken")
+    ttl = body.ttl_seconds or 30
+    if ttl > settings.ttl_max_seconds:
+        message = f"ttlSeconds must be 1..{settings.ttl_max_seconds}"
+        raise InputError("out_of_range", message, "ttlSeconds")
+    if body.wait_seconds is not None and op not in ("acquire", "wait"):
+        raise InputError("invalid_value", "waitSeconds applies to acquire and wait", "waitSeconds")
+    if "result" in body.model_fields_set and op != "complete":
+        raise InputError("invalid_value", "result applies to complete only", "result")
+    if op == "complete" and len(rfc8785.dumps(body.result)) > 32 * 1024:
+        raise InputError("too_large", "result exceeds 32 KiB of canonical JSON", "result", 413)
+    if tenant == ANONYMOUS and not high_entropy(body.resource):
+        message = "in the anonymous tenant a resource must be a random string of 32..200 chars"
+        raise InputError("low_entropy", message, "resource")
+    return LeaseCall(
+        op=op,
+        tenant=tenant,
+        resource=body.resource,
+        holder=body.holder,
+        ttl_seconds=ttl,
+        owner_token=body.owner_token,
+        fencing_token=body.fencing_token,
+        capacity=body.capacity,
+        wait_seconds=body.wait_seconds,
+        request_id=body.request_id,
+        fingerprint=body.fingerprint,
+        scope=body.scope,
+        result=body.result,
+    )
+
+
+async def _lease(request: Request, settings: Settings, path_op: str | None) -> Response:
+    limit = settings.complete_body_max_bytes
+    if path_op is not None and path_op != "complete":
+        limit = settings.body_max_bytes
+    raw = await read_body(request, limit)
+    body = parse(LeaseBody, raw)
+    op = path_op or body.op
+    if op is None:
+        raise InputError("missing", "op is required in the body or the path", "op")
+    if body.op is not None and body.op != op:
+        raise InputError("invalid_value", f"op {body.op!r} contradicts the path", "op")
+    if op != "complete" and len(raw) > settings.body_max_bytes:
+        raise InputError("too_large", f"body exceeds {settings.body_max_bytes} bytes", status=413)
+    call = _call(body, op, _tenant(request, body.namespace, body.tenant_id), settings)
+    answer = await _runtime(request).service.lease(call)
+    headers = None
+    if answer.outcome is Outcome.HELD:
+        headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}
+    return respond(answer.data, status_of(answer), headers)
+
+
+def _scope_tenant(request: Request, scope: str, body: ScopeBody | None) -> str:
+    namespace = body.namespace if body else None
+    tenant = _tenant(request, namespace, body.tenant_id if body else None)
+    if len(scope) > 128 or not scope.isprintable():
+        raise InputError("out_of_range", "scope must be 1..128 printable characters", "scope")
+    if tenant == ANONYMOUS and not high_entropy(scope):
+        message = "in the anonymous tenant a scope must be a random string of 32..128 chars"
+        raise InputError("low_entropy", message, "scope")
+    return tenant
+
+
+def _routes(app: FastAPI, settings: Settings) -> None:
+    lease_doc = {"requestBody": {"content": {JSON: {"schema": LeaseBody.model_json_schema()}}}}
+
+    @app.exception_handler(InputError)
+    async def refused(request: Request, error: InputError) -> Response:
+        headers = None
+        if isinstance(error.__cause__, _RetryAfter):
+            headers = {"Retry-After": str(max(1, ceil(error.__cause__.seconds)))}
+        return error_response(error, headers)
+
+    @app.exception_handler(StorageUnavailable)
+    async def unavailable(request: Request, error: StorageUnavailable) -> Response:
+        return unknown_response(f"storage unavailable: {error}")
+
+    @app.post("/api/v1/lease", openapi_extra=lease_doc)
+    async def lease(request: Request) -> Response:
+        """Run a lease operation named by the body's `op`."""
+        return await _lease(request, settings, None)
+
+    @app.post("/api/v1/lease/{op}", openapi_extra=lease_doc)
+    async def lease_op(request: Request, op: str) -> Response:
+        """Run the lease operation named in the path."""
+        if op not in OPS:
+            raise InputError("invalid_value", f"op must be one of {', '.join(OPS)}", "op")
+        return await _lease(request, settings, op)
+
+    @app.post("/api/v1/namespaces", status_code=201)
+    async def namespaces(request: Request) -> Response:
+        """Mint a namespace: a 256-bit secret whose hash names a fresh tenant."""
+        parse(NamespaceBody, await read_body(request, settings.body_max_bytes))
+        data = {"status": "pass", "namespace": mint_namespace(), "entropyBits": 256}
+        return respond(data, 201)
+
+    @app.get("/api/v1/scopes/{scope}")
+    async def scope_packet(request: Request, scope: str) -> Response:
+        """The resume packet: the caller's live leases in this scope."""
+        tenant = _scope_tenant(request, scope, None)
+        service = _runtime(request).service
+        await service.durable(service.committer.barrier())
+        held = service.scope_leases(tenant, scope)
+        data = {"status": "pass", "scope": scope, "leases": held, "count": len(held)}
+        return respond(data | {"ledger": service.position().as_data()}, 200)
+
+    @app.post("/api/v1/scopes/{scope}/release")
+    async def scope_release(request: Request, scope: str) -> Response:
+        """Release every lease the caller holds in this scope."""
+        body = parse(ScopeBody, await read_body(request, settings.body_max_bytes))
+        tenant = _scope_tenant(request, scope, body)
+        service = _runtime(request).service
+        released = await service.release_scope(tenant, scope)
+        data = {"status": "pass", "outcome": "RELEASED", "scope": scope, "releasedIds": released}
+        return respond(data | {"ledger": service.position().as_data()}, 200)
+
+    @app.post("/api/v1/scopes/{scope}/heartbeat")
+    async def scope_heartbeat(request: Request, scope: str) -> Response:
+        """Heartbeat the scope's dead-man switch (`deadSeconds` arms it, 0 disarms it)."""
+        body = parse(ScopeBody, await read_body(request, settings.body_max_bytes))
+        if body.dead_seconds is None:
+            raise InputError("missing", "deadSeconds is required", "deadSeconds")
+        tenant = _scope_tenant(request, scope, body)
+        beat = await _runtime(request).service.heartbeat(tenant, scope, body.dead_seconds)
+        return respond({"status": "pass", "scope": scope, **beat}, 200)
+
+    @app.get("/healthz")
+    async def healthz(request: Request) -> Response:
+        """Liveness and storage health."""
+        service = _runtime(request).service
+        ok = service.healthy
+        data = {"status": "pass" if ok else "unknown", "storage": "ok" if ok else "unavailable"}
+        return respond(data | {"ledger": service.position().as_data()}, 200 if ok else 503)

@@ -1,0 +1,93 @@
+"""The `tenure` command: serve, apikey, and the operator's tools.
+
+Exit codes: 0 success, 1 the operation failed, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tenure",
+        description="A lease service with fencing tokens and a Merkle-sealed ledger.",
+        epilog="Exit codes: 0 success, 1 failure, 2 bad usage.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the HTTP server")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--data", type=Path, default=Path("data"), help="ledger folder")
+    serve.add_argument("--keys", type=Path, default=Path("keys"), help="key folder")
+    serve.add_argument("--require-api-key", action="store_true", help="refuse callers without one")
+    serve.add_argument("--no-anonymous", action="store_true", help="turn the anonymous tenant off")
+    serve.add_argument("--rate-limit", type=float, default=10_000.0, help="requests/s per tenant")
+    serve.add_argument("--ttl-max", type=int, default=3600, help="largest ttlSeconds (≤ 86400)")
+    serve.add_argument("--lifecycle", type=int, default=86400, help="lifecycle in seconds")
+    serve.add_argument("--log-level", default="info")
+    apikey = commands.add_parser("apikey", help="manage API keys")
+    keys = apikey.add_subparsers(dest="action", required=True)
+    create = keys.add_parser("create", help="print a new API key once; store its hash")
+    create.add_argument("name", help="the tenant the key acts for")
+    create.add_argument("--data", type=Path, default=Path("data"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "apikey":
+        return _apikey(args)
+    return 2
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from api.app import create_app
+    from api.settings import Settings
+
+    if not 1 <= args.ttl_max <= 86400:
+        print("tenure: --ttl-max must be 1..86400", file=sys.stderr)
+        return 2
+    settings = Settings(
+        data_dir=args.data,
+        keys_dir=args.keys,
+        require_api_key=args.require_api_key,
+        allow_anonymous=not args.no_anonymous,
+        rate_limit=args.rate_limit,
+        ttl_max_seconds=args.ttl_max,
+        lifecycle_seconds=args.lifecycle,
+    )
+    uvicorn.run(
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        loop="uvloop",
+        http="httptools",
+        log_level=args.log_level,
+        timeout_graceful_shutdown=5,
+    )
+    return 0
+
+
+def _apikey(args: argparse.Namespace) -> int:
+    from api.tenancy import create_api_key
+    from ledger.store import open_db
+
+    name = args.name
+    if not (1 <= len(name) <= 128 and name.isprintable() and "/" not in name):
+        print("tenure: NAME must be 1..128 printable characters without '/'", file=sys.stderr)
+        return 2
+    conn = open_db(args.data)
+    try:
+        key = create_api_key(conn, name)
+    finally:
+        conn.close()
+    print(key)
+    print(f"API key for tenant {name!r}; shown once, stored only as its hash.", file=sys.stderr)
+    return 0

@@ -1,0 +1,23 @@
+"""Server settings: flags of `tenure serve`, or TENURE_* environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TENURE_")
+
+    data_dir: Path = Path("data")
+    keys_dir: Path = Path("keys")
+    require_api_key: bool = False
+    allow_anonymous: bool = True
+    rate_limit: float = Field(default=10_000.0, gt=0)
+    ttl_max_seconds: int = Field(default=3600, ge=1, le=86400)
+    lifecycle_seconds: int = Field(default=86400, ge=1)
+    sweep_interval: float = Field(default=0.1, gt=0)
+    body_max_bytes: int = 16 * 1024
+    complete_body_max_bytes: int = 40 * 1024

@@ -1,0 +1,105 @@
+"""Who is calling (DESIGN §3.1): an API key, a minted namespace, or the anonymous tenant."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import sqlite3
+import time
+from base64 import urlsafe_b64encode
+
+from api.schemas import InputError
+
+ANONYMOUS = "anon"
+NAMESPACE_PREFIX = "ns_"
+API_KEY_PREFIX = "tnr_"
+_NAMESPACE_LENGTH = len(NAMESPACE_PREFIX) + 43  # 256 bits of base64url, unpadded
+
+
+def _secret(prefix: str) -> str:
+    return prefix + urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
+
+
+def mint_namespace() -> str:
+    return _secret(NAMESPACE_PREFIX)
+
+
+def digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode()).digest()
+
+
+def create_api_key(conn: sqlite3.Connection, name: str) -> str:
+    """Store only the key's SHA-256; the key itself is shown once, to the operator."""
+    key = _secret(API_KEY_PREFIX)
+    conn.execute(
+        "INSERT INTO api_keys(key_digest, tenant, name, created_at) VALUES (?, ?, ?, ?)",
+        (digest(key), name, name, int(time.time() * 1000)),
+    )
+    return key
+
+
+def high_entropy(name: str) -> bool:
+    """Anonymous-tenant names are capabilities: 32..200 characters, not a guessable word."""
+    return 32 <= len(name) <= 200 and len(set(name)) >= 10
+
+
+class Tenancy:
+    def __init__(self, reader: sqlite3.Connection, require_api_key: bool, anonymous: bool):
+        self._reader = reader
+        self._require_key = require_api_key
+        self._anonymous = anonymous and not require_api_key
+        self._keys: dict[bytes, str] = {}
+
+    def resolve(self, authorization: str | None, namespace: str | None, sub: str | None) -> str:
+        if authorization is not None:
+            if namespace is not None:
+                raise InputError("ambiguous_tenant", "give an API key or a namespace, not both")
+            tenant = "key/" + self._key_tenant(authorization)
+            return tenant if sub is None else f"{tenant}/{sub}"
+        if sub is not None:
+            raise InputError("invalid_value", "tenantId needs an API key", "tenantId")
+        if self._require_key:
+            raise InputError("unauthorized", "this server requires an API key", status=401)
+        if namespace is not None:
+            return "ns/" + self._namespace_tenant(namespace)
+        if not self._anonymous:
+            raise InputError("unauthorized", "the anonymous tenant is turned off", status=401)
+        return ANONYMOUS
+
+    def _key_tenant(self, authorization: str) -> str:
+        scheme, _, key = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            raise InputError("unauthorized", "Authorization must be 'Bearer <apiKey>'", status=401)
+        key_digest = digest(key.strip())
+        tenant = self._keys.get(key_digest)
+        if tenant is None:
+            sql = "SELECT tenant FROM api_keys WHERE key_digest = ?"
+            row = self._reader.execute(sql, (key_digest,)).fetchone()
+            if row is None:
+                raise InputError("unauthorized", "unknown API key", status=401)
+            tenant = self._keys[key_digest] = str(row[0])
+        return tenant
+
+    def _namespace_tenant(self, namespace: str) -> str:
+        if not namespace.startswith(NAMESPACE_PREFIX) or len(namespace) != _NAMESPACE_LENGTH:
+            message = "namespace must be one minted by POST /api/v1/namespaces"
+            raise InputError("invalid_value", message, "namespace")
+        return hashlib.sha256(namespace.encode()).hexdigest()[:32]
+
+
+class RateLimiter:
+    """A token bucket per tenant: `rate` requests/s, bursts to twice that (DESIGN §3.3)."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.burst = 2 * rate
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def retry_after(self, tenant: str, now: float) -> float | None:
+        tokens, last = self._buckets.get(tenant, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - last) * self.rate)
+        if tokens < 1:
+            self._buckets[tenant] = (tokens, now)
+            return (1 - tokens) / self.rate
+        self._buckets[tenant] = (tokens - 1, now)
+        return None

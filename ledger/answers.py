@@ -1,0 +1,125 @@
+"""The ``data`` object of a lease answer (DESIGN §3.3), built from a decision; pure.
+
+Also the result redaction of rule 10, since what is stored and answered is the redacted result.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.entries import iso
+from ledger.leases import Decision, Lease, Outcome, Resource
+
+ENGINE = "tenure/0.1.0"
+PASS_OUTCOMES = frozenset(
+    {Outcome.GRANTED, Outcome.RENEWED, Outcome.RELEASED, Outcome.COMPLETED, Outcome.FREE}
+    | {Outcome.HOLDING}
+)
+GRANTING = frozenset({Outcome.GRANTED, Outcome.RENEWED})
+_SECRET_NAME = re.compile(r"authorization|password|secret|token|privatekey|apikey")
+REDACTED = "[redacted]"
+
+
+def looks_secret(name: str) -> bool:
+    return _SECRET_NAME.search(name.lower().replace("_", "").replace("-", "")) is not None
+
+
+def redact(value: Any) -> Any:
+    """Rule 10: replace the values of secret-looking fields, at any depth."""
+    if isinstance(value, dict):
+        return {k: REDACTED if looks_secret(k) else redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where the ledger stood for this answer (DESIGN §3.3 ``ledger``)."""
+
+    tree_size: int
+    root_hash: str
+    log_index: int | None = None
+    leaf_hash: str | None = None
+
+    def as_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"treeSize": self.tree_size, "rootHash": self.root_hash}
+        if self.log_index is not None:
+            data["logIndex"] = self.log_index
+            data["leafHash"] = self.leaf_hash
+        return data
+
+
+def lease_view(lease: Lease) -> dict[str, Any]:
+    return {
+        "holder": lease.holder,
+        "fencingToken": lease.fencing_token,
+        "expiresAt": iso(lease.expires_at),
+    }
+
+
+def status_of(outcome: Outcome) -> str:
+    return "pass" if outcome in PASS_OUTCOMES else "fail"
+
+
+def render(
+    op: str,
+    resource: Resource,
+    decision: Decision,
+    now: int,
+    base: dict[str, Any],
+    jitter: float = 0.0,
+) -> dict[str, Any]:
+    """The answer's data; ``base`` carries what every answer repeats (versions, limits)."""
+    outcome = decision.outcome
+    data: dict[str, Any] = {"status": status_of(outcome), "op": op, "outcome": outcome.value}
+    data["resource"] = resource.name
+    data["granted"] = _granted(op, outcome, resource)
+    lease = decision.lease
+    if lease is not None:
+        data.update(lease_view(lease))
+        data["leaseId"] = lease.lease_id
+        if lease.scope is not None:
+            data["scope"] = lease.scope
+    if resource.lifecycle_end is not None:
+        data["absoluteExpiresAt"] = iso(resource.lifecycle_end)
+    data["capacity"] = resource.capacity
+    if resource.capacity > 1 or op == "get":
+        data["holders"] = [lease_view(held) for held in resource.leases]
+    if resource.completion is not None and outcome in (Outcome.COMPLETED, Outcome.FREE):
+        data["result"] = resource.completion.result
+        data["completedAt"] = iso(resource.completion.completed_at)
+    if outcome is Outcome.HELD:
+        data.update(refusal(resource, now, decision.same_holder_label, jitter))
+    data["witnesses"] = decision.witnesses
+    data.update(base)
+    return data
+
+
+def _granted(op: str, outcome: Outcome, resource: Resource) -> bool:
+    if op == "get":
+        return bool(resource.leases)
+    if op == "release":
+        return outcome is Outcome.RELEASED
+    return outcome in GRANTING
+
+
+def refusal(resource: Resource, now: int, same_label: bool, jitter: float) -> dict[str, Any]:
+    """Rule 8: who holds it, when a slot frees, and how long to wait."""
+    soonest = min((lease.expires_at for lease in resource.leases), default=now)
+    return {
+        "heldBy": [lease.holder for lease in resource.leases],
+        "sameHolderLabel": same_label,
+        "expiresAt": iso(soonest),
+        "retryAfterSeconds": max(1, math.ceil((soonest - now) / 1000)),
+        "backoff": backoff(max(0, soonest - now), jitter),
+    }
+
+
+def backoff(retry_after_ms: int, jitter: float) -> dict[str, Any]:
+    """A wait past the soonest expiry, spread by ``jitter`` in [0, 1) so retries do not stampede."""
+    spread = min(2000, max(100, retry_after_ms // 4))
+    return {"waitMs": retry_after_ms + int(jitter * spread), "strategy": "expiry-plus-jitter"}

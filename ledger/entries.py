@@ -1,0 +1,94 @@
+"""Ledger entries: the exact bytes appended for each event (DESIGN §4).
+
+An entry is the RFC 8785 (JCS) canonical JSON of a flat object whose names (tenant, resource,
+holder, scope) are keyed pseudonyms: HMAC-SHA256 under a per-tenant key derived from the server's
+pseudonym secret. The ledger can be published without revealing names or secrets, an auditor can
+still follow one resource through it, and a tenant that hands its key to an auditor lets it map
+pseudonyms back to names. The format is versioned by ``v``; see docs/decisions/0001-ledger-entry.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import rfc8785
+
+from ledger.leases import Event
+
+ENTRY_VERSION = 1
+
+
+def iso(ms: int) -> str:
+    """ISO 8601 UTC with milliseconds, the one time format of entries and answers."""
+    seconds, millis = divmod(ms, 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Pseudonyms:
+    """Keyed pseudonyms for one tenant (DESIGN §4)."""
+
+    tenant: str
+    key: bytes
+
+    @classmethod
+    def derive(cls, master: bytes, tenant: str) -> Pseudonyms:
+        name = _mac(master, b"tenure/tenant\x00", tenant)
+        return cls(
+            tenant=name,
+            key=hmac.digest(master, b"tenure/tenant-key\x00" + tenant.encode(), "sha256"),
+        )
+
+    def resource(self, name: str) -> str:
+        return _mac(self.key, b"resource\x00", name)
+
+    def holder(self, name: str) -> str:
+        return _mac(self.key, b"holder\x00", name)
+
+    def scope(self, name: str) -> str:
+        return _mac(self.key, b"scope\x00", name)
+
+
+def _mac(key: bytes, label: bytes, value: str) -> str:
+    return hmac.digest(key, label + value.encode(), "sha256").hex()
+
+
+def encode_entry(
+    index: int,
+    event: Event,
+    names: Pseudonyms,
+    resource: str,
+    result_digest: str | None = None,
+) -> bytes:
+    """The canonical bytes of one entry; these exact bytes are stored, hashed and proven."""
+    lease = event.lease
+    entry: dict[str, Any] = {
+        "v": ENTRY_VERSION,
+        "index": index,
+        "time": iso(event.time),
+        "kind": event.kind.value,
+        "tenant": names.tenant,
+        "resource": names.resource(resource),
+        "holder": names.holder(lease.holder),
+        "fencingToken": lease.fencing_token,
+        "expiresAt": iso(event.expires_at),
+        "absoluteExpiresAt": iso(event.lifecycle_end),
+        "capacity": event.capacity,
+        "ownerTokenDigest": lease.owner_digest.hex(),
+        "leaseId": lease.lease_id,
+    }
+    if lease.scope is not None:
+        entry["scope"] = names.scope(lease.scope)
+    if event.trigger is not None:
+        entry["trigger"] = event.trigger
+    if result_digest is not None:
+        entry["resultDigest"] = result_digest
+    return rfc8785.dumps(entry)

@@ -1,0 +1,311 @@
+"""The lease state machine of DESIGN §2: pure, strict, time passed in.
+
+One :class:`Resource` holds everything the rules need about a (tenant, resource) pair. The
+functions below apply one operation to it at time ``now`` (integer milliseconds since the Unix
+epoch, the server's clock) and return a :class:`Decision`: the outcome, the events that changed
+state (each becomes a ledger entry), and what the answer needs. They mutate the resource in place
+only when they change state; a refusal leaves it untouched (except for expiries, which §2.7 says
+are recorded before anything else).
+
+Rules (DESIGN §2):
+
+1. Exclusive: at most ``capacity`` live leases; a request naming another capacity than the live
+   one is ``CONFLICT``.
+2. Fencing: a fresh grant gets ``max_token + 1``; ``max_token`` never decreases.
+3. Owner proof: renew, release and complete need the owner digest of a live lease, compared in
+   constant time; otherwise ``LOST`` (release: ``NOT_ACTIVE``, rule 6).
+4. Re-acquire with the live lease's owner token renews it; the same holder label without the
+   token is refused with ``same_holder_label``.
+5. Renew: ``expires_at = min(now + ttl, lifecycle_end)``, same fencing token.
+6. Release frees the slot; releasing a lease that is not live is ``NOT_ACTIVE``.
+7. Expiry: ``expires_at <= now`` is not live; every operation records expiries first.
+8. Refusal ``HELD`` names the holders and the earliest expiry.
+10. Complete ends the lease with a result; until the lifecycle ends an acquire with the same
+    fingerprint answers ``COMPLETED``, another fingerprint ``CONFLICT``.
+11. The first fingerprint given in a lifecycle binds it.
+
+Rules 9 (wait), 12 (idempotency) and 13 (scopes) span several resources or time; the service
+around this module implements them on top of these functions.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Outcome(StrEnum):
+    GRANTED = "GRANTED"
+    RENEWED = "RENEWED"
+    RELEASED = "RELEASED"
+    COMPLETED = "COMPLETED"
+    HELD = "HELD"
+    LOST = "LOST"
+    NOT_ACTIVE = "NOT_ACTIVE"
+    CONFLICT = "CONFLICT"
+    IDEMPOTENCY_CONFLICT = "IDEMPOTENCY_CONFLICT"
+    FREE = "FREE"
+    HOLDING = "HOLDING"
+
+
+class EventKind(StrEnum):
+    ACQUIRE = "acquire"
+    RENEW = "renew"
+    RELEASE = "release"
+    EXPIRE = "expire"
+    COMPLETE = "complete"
+    SCOPE_RELEASE = "scope_release"
+
+
+@dataclass(slots=True)
+class Lease:
+    holder: str
+    fencing_token: int
+    owner_digest: bytes
+    expires_at: int
+    scope: str | None = None
+    lease_id: int = 0
+    """The ledger index of the grant: public, unique, assigned by the service when it records it."""
+
+
+@dataclass(slots=True)
+class Completion:
+    result: Any
+    completed_at: int
+    fingerprint: bytes | None
+
+
+@dataclass(slots=True)
+class Resource:
+    tenant: str
+    name: str
+    capacity: int = 1
+    max_token: int = 0
+    lifecycle_end: int | None = None
+    fingerprint: bytes | None = None
+    completion: Completion | None = None
+    leases: list[Lease] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A state change; the service turns each into one ledger entry."""
+
+    kind: EventKind
+    lease: Lease
+    time: int
+    expires_at: int
+    lifecycle_end: int
+    capacity: int
+    trigger: str | None = None
+
+
+@dataclass(slots=True)
+class Decision:
+    outcome: Outcome
+    events: list[Event] = field(default_factory=list)
+    lease: Lease | None = None
+    witnesses: list[dict[str, Any]] = field(default_factory=list)
+    same_holder_label: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return any(e.kind is not EventKind.EXPIRE for e in self.events)
+
+
+@dataclass(frozen=True, slots=True)
+class AcquireArgs:
+    holder: str
+    ttl_ms: int
+    lifecycle_ms: int
+    owner_digest: bytes
+    """Digest of the owner token the grant would carry (drawn by the caller)."""
+    presented_owner: bytes | None = None
+    fencing_token: int | None = None
+    capacity: int | None = None
+    fingerprint: bytes | None = None
+    scope: str | None = None
+
+
+class IllegalTransition(Exception):
+    """A caller asked the machine for something no rule allows (a programming error)."""
+
+
+def live(resource: Resource, now: int) -> list[Lease]:
+    return [lease for lease in resource.leases if lease.expires_at > now]
+
+
+def expire(resource: Resource, now: int) -> list[Event]:
+    """Rule 7: take back every lease whose time is up; end a finished lifecycle."""
+    gone = [lease for lease in resource.leases if lease.expires_at <= now]
+    events = [_event(resource, EventKind.EXPIRE, lease, now) for lease in gone]
+    if gone:
+        resource.leases = [lease for lease in resource.leases if lease.expires_at > now]
+    if resource.lifecycle_end is not None and now >= resource.lifecycle_end:
+        # No lease outlives its lifecycle (rule 5), so none is live here.
+        resource.lifecycle_end = None
+        resource.fingerprint = None
+        resource.completion = None
+    return events
+
+
+def next_expiry(resource: Resource) -> int | None:
+    return min((lease.expires_at for lease in resource.leases), default=None)
+
+
+def find_owner(resource: Resource, owner_digest: bytes | None) -> Lease | None:
+    """Rule 3: the live lease whose owner digest matches, compared in constant time."""
+    if owner_digest is None:
+        return None
+    found = None
+    for lease in resource.leases:
+        if hmac.compare_digest(lease.owner_digest, owner_digest):
+            found = lease
+    return found
+
+
+def acquire(resource: Resource, args: AcquireArgs, now: int) -> Decision:
+    expired = expire(resource, now)
+    decision = _acquire(resource, args, now)
+    decision.events[:0] = expired
+    return decision
+
+
+def _acquire(resource: Resource, args: AcquireArgs, now: int) -> Decision:
+    mine = find_owner(resource, args.presented_owner)
+    if mine is not None:
+        return _renew(resource, mine, args.fencing_token, args.ttl_ms, now)
+    refusal = _check_acquire(resource, args, now)
+    if refusal is not None:
+        return refusal
+    return _grant(resource, args, now)
+
+
+def _check_acquire(resource: Resource, args: AcquireArgs, now: int) -> Decision | None:
+    done = resource.completion
+    if done is not None:
+        if args.fingerprint is None or done.fingerprint in (None, args.fingerprint):
+            return Decision(Outcome.COMPLETED, witnesses=[_w("complete", held=True)])
+        return Decision(Outcome.CONFLICT, witnesses=[_w("fingerprint", reason="completed")])
+    if args.fingerprint is not None and resource.fingerprint not in (None, args.fingerprint):
+        return Decision(Outcome.CONFLICT, witnesses=[_w("fingerprint", reason="mismatch")])
+    held = resource.leases
+    if held and args.capacity is not None and args.capacity != resource.capacity:
+        witness = _w("capacity", live=resource.capacity, requested=args.capacity)
+        return Decision(Outcome.CONFLICT, witnesses=[witness])
+    if any(lease.holder == args.holder for lease in held):
+        witness = _w("same-holder-label", reason="ownerToken required to renew")
+        return Decision(Outcome.HELD, witnesses=[witness], same_holder_label=True)
+    capacity = resource.capacity if held else (args.capacity or 1)
+    if len(held) >= capacity:
+        return Decision(Outcome.HELD, witnesses=[_w("exclusive", capacity=capacity)])
+    return None
+
+
+def _grant(resource: Resource, args: AcquireArgs, now: int) -> Decision:
+    if not resource.leases:
+        resource.capacity = args.capacity or 1
+    if resource.lifecycle_end is None:
+        resource.lifecycle_end = now + args.lifecycle_ms
+    if resource.fingerprint is None:
+        resource.fingerprint = args.fingerprint
+    resource.max_token += 1
+    lease = Lease(
+        holder=args.holder,
+        fencing_token=resource.max_token,
+        owner_digest=args.owner_digest,
+        expires_at=min(now + args.ttl_ms, resource.lifecycle_end),
+        scope=args.scope,
+    )
+    resource.leases.append(lease)
+    event = _event(resource, EventKind.ACQUIRE, lease, now)
+    return Decision(Outcome.GRANTED, [event], lease, [_w("fencing", token=lease.fencing_token)])
+
+
+def renew(
+    resource: Resource, owner_digest: bytes, fencing_token: int | None, ttl_ms: int, now: int
+) -> Decision:
+    expired = expire(resource, now)
+    lease = find_owner(resource, owner_digest)
+    if lease is None:
+        decision = Decision(Outcome.LOST, witnesses=[_w("owner", reason="no live lease")])
+    else:
+        decision = _renew(resource, lease, fencing_token, ttl_ms, now)
+    decision.events[:0] = expired
+    return decision
+
+
+def _renew(
+    resource: Resource, lease: Lease, fencing_token: int | None, ttl_ms: int, now: int
+) -> Decision:
+    if fencing_token is not None and fencing_token != lease.fencing_token:
+        return Decision(Outcome.LOST, witnesses=[_w("fencing", reason="token mismatch")])
+    assert resource.lifecycle_end is not None
+    lease.expires_at = min(now + ttl_ms, resource.lifecycle_end)
+    witness = _w("lifecycle", capped=lease.expires_at == resource.lifecycle_end)
+    event = _event(resource, EventKind.RENEW, lease, now)
+    return Decision(Outcome.RENEWED, [event], lease, [witness])
+
+
+def release(
+    resource: Resource, owner_digest: bytes, fencing_token: int | None, now: int
+) -> Decision:
+    expired = expire(resource, now)
+    lease = find_owner(resource, owner_digest)
+    if lease is None:
+        decision = Decision(Outcome.NOT_ACTIVE, witnesses=[_w("owner", reason="no live lease")])
+    elif fencing_token is not None and fencing_token != lease.fencing_token:
+        decision = Decision(Outcome.LOST, witnesses=[_w("fencing", reason="token mismatch")])
+    else:
+        decision = _end(resource, lease, EventKind.RELEASE, now)
+    decision.events[:0] = expired
+    return decision
+
+
+def complete(
+    resource: Resource, owner_digest: bytes, fencing_token: int | None, result: Any, now: int
+) -> Decision:
+    expired = expire(resource, now)
+    lease = find_owner(resource, owner_digest)
+    if lease is None:
+        decision = Decision(Outcome.LOST, witnesses=[_w("owner", reason="no live lease")])
+    elif fencing_token is not None and fencing_token != lease.fencing_token:
+        decision = Decision(Outcome.LOST, witnesses=[_w("fencing", reason="token mismatch")])
+    else:
+        resource.completion = Completion(result, now, resource.fingerprint)
+        decision = _end(resource, lease, EventKind.COMPLETE, now)
+        decision.outcome = Outcome.COMPLETED
+    decision.events[:0] = expired
+    return decision
+
+
+def end_lease(resource: Resource, lease: Lease, kind: EventKind, now: int, trigger: str) -> Event:
+    """Scope release and the dead-man switch end a lease without its owner token (rule 13)."""
+    if lease not in resource.leases:
+        raise IllegalTransition("lease is not live")
+    resource.leases.remove(lease)
+    return _event(resource, kind, lease, now, trigger)
+
+
+def _end(resource: Resource, lease: Lease, kind: EventKind, now: int) -> Decision:
+    resource.leases.remove(lease)
+    return Decision(Outcome.RELEASED, [_event(resource, kind, lease, now)], lease)
+
+
+def get(resource: Resource, now: int) -> Decision:
+    expired = expire(resource, now)
+    outcome = Outcome.HOLDING if resource.leases else Outcome.FREE
+    return Decision(outcome, expired)
+
+
+def _event(
+    resource: Resource, kind: EventKind, lease: Lease, now: int, trigger: str | None = None
+) -> Event:
+    end = resource.lifecycle_end if resource.lifecycle_end is not None else lease.expires_at
+    return Event(kind, lease, now, lease.expires_at, end, resource.capacity, trigger)
+
+
+def _w(rule: str, **detail: Any) -> dict[str, Any]:
+    return {"rule": rule, **detail}

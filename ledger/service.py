@@ -1,0 +1,559 @@
+"""The lease service: the state machine, its ledger and its clocks, wired together.
+
+All lease state lives in memory, owned by the event loop thread; SQLite is its durable image. A
+mutation is decided synchronously against memory (so decisions are serialized without locks),
+its statements are queued for group commit, and the caller is answered only once they are durable.
+Reads and refusals wait for the commits queued before them, so no answer reflects a state the
+disk might not keep. The rules that span resources or time live here: blocking waits served
+first-come-first-served (rule 9), idempotent requestIds (rule 12), scopes and the dead-man switch
+(rule 13), and the sweeper that records expiries (rule 7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import heapq
+import json
+import random
+import secrets
+import sqlite3
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import rfc8785
+
+from ledger import leases
+from ledger.answers import Position, redact, render
+from ledger.entries import Pseudonyms, encode_entry, iso
+from ledger.leases import Decision, EventKind, Outcome, Resource
+from ledger.merkle import CompactRange
+from ledger.state import Committed, load_state
+from ledger.store import GroupCommitter, Op, StorageError
+from verify.rfc9162 import leaf_hash
+
+Key = tuple[str, str]
+IDEMPOTENT_OPS = frozenset({"acquire", "wait", "renew", "release", "complete"})
+FREEING = frozenset(
+    {EventKind.RELEASE, EventKind.EXPIRE, EventKind.COMPLETE, EventKind.SCOPE_RELEASE}
+)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def owner_digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+def new_owner_token() -> str:
+    """256 random bits (DESIGN §1), returned once and stored only as its SHA-256."""
+    return "own_" + base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    ttl_max_seconds: int = 3600
+    lifecycle_seconds: int = 86400
+    idempotency_seconds: int = 86400
+    wait_max_seconds: int = 60
+    result_max_bytes: int = 32 * 1024
+
+    def as_data(self) -> dict[str, int]:
+        return {
+            "ttlMaxSeconds": self.ttl_max_seconds,
+            "lifecycleSeconds": self.lifecycle_seconds,
+            "waitMaxSeconds": self.wait_max_seconds,
+            "resultMaxBytes": self.result_max_bytes,
+        }
+
+
+@dataclass(slots=True)
+class LeaseCall:
+    """One lease operation, validated by the edge (DESIGN §3.2)."""
+
+    op: str
+    tenant: str
+    resource: str
+    holder: str | None = None
+    ttl_seconds: int = 30
+    owner_token: str | None = None
+    fencing_token: int | None = None
+    capacity: int | None = None
+    wait_seconds: int | None = None
+    request_id: str | None = None
+    fingerprint: str | None = None
+    scope: str | None = None
+    result: Any = None
+
+    def digest(self) -> bytes:
+        """What 'the same input' means for rule 12: every field but the requestId."""
+        fields = asdict(self)
+        fields.pop("request_id")
+        if self.owner_token is not None:
+            fields["owner_token"] = owner_digest(self.owner_token).hex()
+        return hashlib.sha256(rfc8785.dumps(fields)).digest()
+
+
+@dataclass(slots=True)
+class Answer:
+    data: dict[str, Any]
+    outcome: Outcome
+    fresh_grant: bool = False
+
+
+@dataclass(slots=True)
+class _Waiter:
+    call: LeaseCall
+    future: asyncio.Future[tuple[Answer, asyncio.Future[None] | None]]
+
+
+@dataclass(slots=True)
+class _Remembered:
+    digest: bytes
+    data: dict[str, Any]
+    outcome: Outcome
+    created_at: int
+
+
+@dataclass(slots=True)
+class _DeadMan:
+    dead_ms: int
+    last_beat: int
+
+
+class StorageUnavailable(Exception):
+    """The ledger cannot be written: answer 503 with status unknown."""
+
+
+@dataclass
+class LeaseService:
+    conn: sqlite3.Connection
+    master_secret: bytes
+    limits: Limits = field(default_factory=Limits)
+    clock: Callable[[], int] = now_ms
+    rng: random.Random = field(default_factory=random.Random)
+
+    def __post_init__(self) -> None:
+        self._base = {"deterministic": True, "limits": self.limits.as_data(), "versions": VERSIONS}
+        self._names: dict[str, Pseudonyms] = {}
+        self._waiters: dict[Key, deque[_Waiter]] = {}
+        self._committer: GroupCommitter | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self._load(load_state(self.conn))
+
+    def _load(self, state: Committed) -> None:
+        self.resources: dict[Key, Resource] = state.resources
+        self._idempotency: dict[Key, _Remembered] = {
+            key: _Remembered(digest, data, Outcome(data["outcome"]), created)
+            for key, (digest, data, created) in state.idempotency.items()
+        }
+        self._deadmen = {key: _DeadMan(d, b) for key, (d, b) in state.scopes.items()}
+        self.tree: CompactRange = state.tree
+        self._expiries: list[tuple[int, str, str]] = []
+        self._scopes: dict[Key, set[str]] = {}
+        for res in self.resources.values():
+            for lease in res.leases:
+                self._track(res, lease)
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    async def start(self, sweep_interval: float = 0.1) -> None:
+        self._committer = GroupCommitter(self.conn, asyncio.get_running_loop())
+        self.sweep(self.clock())
+        self._sweeper = asyncio.create_task(self._sweep_forever(sweep_interval))
+
+    async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        for queue in self._waiters.values():
+            for waiter in queue:
+                waiter.future.cancel()
+        if self._committer is not None:
+            last = self._committer.barrier()
+            self._committer.close()
+            if last is not None:
+                await asyncio.wait([last])
+
+    @property
+    def healthy(self) -> bool:
+        return self._committer is not None and self._committer.failure is None
+
+    @property
+    def committer(self) -> GroupCommitter:
+        if self._committer is None:
+            raise StorageUnavailable("service not started")
+        if self._committer.failure is not None:
+            raise StorageUnavailable(str(self._committer.failure))
+        return self._committer
+
+    async def durable(self, future: asyncio.Future[None] | None) -> None:
+        if future is None:
+            return
+        try:
+            await future
+        except StorageError as error:
+            raise StorageUnavailable(str(error)) from error
+
+    # -- lease operations -------------------------------------------------------------------
+
+    async def lease(self, call: LeaseCall) -> Answer:
+        committer = self.committer
+        digest = call.digest() if call.request_id and call.op in IDEMPOTENT_OPS else None
+        if digest is not None:
+            replay = self._replay(call, digest)
+            if replay is not None:
+                await self.durable(committer.barrier())
+                return replay
+        key = (call.tenant, call.resource)
+        res = self.resources.get(key) or Resource(call.tenant, call.resource)
+        now = self.clock()
+        decision, token = self._decide(call, res, now)
+        if self._should_wait(call, decision):
+            return await self._wait(call, res, decision, now)
+        answer, pending = self._commit(call, res, decision, now, token, digest)
+        await self.durable(pending or committer.barrier())
+        return answer
+
+    def _replay(self, call: LeaseCall, digest: bytes) -> Answer | None:
+        known = self._idempotency.get((call.tenant, call.request_id or ""))
+        if known is None:
+            return None
+        if known.digest != digest:
+            res = self.resources.get((call.tenant, call.resource)) or Resource(
+                call.tenant, call.resource
+            )
+            witness = {"rule": "idempotency", "reason": "requestId reused with other input"}
+            decision = Decision(Outcome.IDEMPOTENCY_CONFLICT, witnesses=[witness])
+            return Answer(self._render(call, res, decision, self.clock()), decision.outcome)
+        return Answer({**known.data, "replayed": True}, known.outcome)
+
+    def _decide(self, call: LeaseCall, res: Resource, now: int) -> tuple[Decision, str | None]:
+        presented = owner_digest(call.owner_token) if call.owner_token else None
+        ttl_ms = call.ttl_seconds * 1000
+        if call.op in ("acquire", "wait"):
+            token = new_owner_token()
+            args = leases.AcquireArgs(
+                holder=call.holder or "",
+                ttl_ms=ttl_ms,
+                lifecycle_ms=self.limits.lifecycle_seconds * 1000,
+                owner_digest=owner_digest(token),
+                presented_owner=presented,
+                fencing_token=call.fencing_token,
+                capacity=call.capacity,
+                fingerprint=self._fingerprint(call),
+                scope=call.scope,
+            )
+            decision = leases.acquire(res, args, now)
+            return decision, token if decision.outcome is Outcome.GRANTED else None
+        if call.op == "get":
+            return leases.get(res, now), None
+        assert presented is not None, "the edge requires ownerToken for this op"
+        if call.op == "renew":
+            return leases.renew(res, presented, call.fencing_token, ttl_ms, now), None
+        if call.op == "release":
+            return leases.release(res, presented, call.fencing_token, now), None
+        if call.op == "complete":
+            result = redact(call.result)
+            return leases.complete(res, presented, call.fencing_token, result, now), None
+        raise ValueError(f"unknown op {call.op!r}")
+
+    def _fingerprint(self, call: LeaseCall) -> bytes | None:
+        if call.fingerprint is None:
+            return None
+        return hashlib.sha256(call.fingerprint.encode()).digest()
+
+    def _should_wait(self, call: LeaseCall, decision: Decision) -> bool:
+        waits = call.op == "wait" or call.wait_seconds is not None
+        return waits and decision.outcome is Outcome.HELD and not decision.same_holder_label
+
+    def _commit(
+        self,
+        call: LeaseCall,
+        res: Resource,
+        decision: Decision,
+        now: int,
+        token: str | None,
+        digest: bytes | None,
+    ) -> tuple[Answer, asyncio.Future[None] | None]:
+        """Record the decision's events, render the answer, queue the statements."""
+        ops, position = self._record(res, decision)
+        data = self._render(call, res, decision, now, position)
+        answer = Answer(data, decision.outcome, fresh_grant=token is not None)
+        if digest is not None and decision.changed:
+            ops.append(self._remember(call, digest, data, decision.outcome, now))
+        if token is not None:
+            answer.data = {**data, "ownerToken": token}
+        pending = self.committer.submit(ops) if ops else None
+        if any(event.kind in FREEING for event in decision.events):
+            self._serve_waiters((res.tenant, res.name))
+        return answer, pending
+
+    def _render(
+        self,
+        call: LeaseCall,
+        res: Resource,
+        decision: Decision,
+        now: int,
+        position: Position | None = None,
+    ) -> dict[str, Any]:
+        data = render(call.op, res, decision, now, self._base, self.rng.random())
+        data["ledger"] = (position or self.position()).as_data()
+        return data
+
+    def _remember(
+        self, call: LeaseCall, digest: bytes, data: dict[str, Any], outcome: Outcome, now: int
+    ) -> Op:
+        key = (call.tenant, call.request_id or "")
+        self._idempotency[key] = _Remembered(digest, data, outcome, now)
+        sql = "INSERT OR REPLACE INTO idempotency VALUES (?, ?, ?, ?, ?)"
+        return sql, (key[0], key[1], digest, json.dumps(data), now)
+
+    def position(self) -> Position:
+        return Position(self.tree.size, b64(self.tree.root()))
+
+    # -- recording --------------------------------------------------------------------------
+
+    def _record(self, res: Resource, decision: Decision) -> tuple[list[Op], Position | None]:
+        if not decision.events:
+            return [], None
+        self.resources[(res.tenant, res.name)] = res
+        names = self._pseudonyms(res.tenant)
+        ops: list[Op] = []
+        index, leaf = -1, b""
+        for event in decision.events:
+            index = self.tree.size
+            if event.kind is EventKind.ACQUIRE:
+                event.lease.lease_id = index
+            entry = encode_entry(index, event, names, res.name, self._result_digest(res, event))
+            leaf = leaf_hash(entry)
+            ops.append(("INSERT INTO entries(idx, leaf) VALUES (?, ?)", (index, entry)))
+            ops.extend(
+                ("INSERT INTO tree_nodes VALUES (?, ?, ?)", node) for node in self.tree.append(leaf)
+            )
+            ops.append(_lease_op(res, event))
+            self._track(res, event.lease, event.kind)
+        ops.append(_resource_op(res))
+        return ops, Position(self.tree.size, b64(self.tree.root()), index, b64(leaf))
+
+    def _result_digest(self, res: Resource, event: leases.Event) -> str | None:
+        if event.kind is not EventKind.COMPLETE or res.completion is None:
+            return None
+        return hashlib.sha256(rfc8785.dumps(res.completion.result)).hexdigest()
+
+    def _pseudonyms(self, tenant: str) -> Pseudonyms:
+        names = self._names.get(tenant)
+        if names is None:
+            names = self._names[tenant] = Pseudonyms.derive(self.master_secret, tenant)
+        return names
+
+    def _track(
+        self, res: Resource, lease: leases.Lease, kind: EventKind = EventKind.ACQUIRE
+    ) -> None:
+        """Keep the expiry heap and the scope index in step with the leases."""
+        if kind in (EventKind.ACQUIRE, EventKind.RENEW):
+            heapq.heappush(self._expiries, (lease.expires_at, res.tenant, res.name))
+        if lease.scope is not None:
+            names = self._scopes.setdefault((res.tenant, lease.scope), set())
+            names.add(res.name)
+
+    # -- waiting (rule 9) -------------------------------------------------------------------
+
+    async def _wait(self, call: LeaseCall, res: Resource, refusal: Decision, now: int) -> Answer:
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(call, loop.create_future())
+        key = (call.tenant, call.resource)
+        self._waiters.setdefault(key, deque()).append(waiter)
+        seconds = min(call.wait_seconds or 30, self.limits.wait_max_seconds)
+        try:
+            answer, pending = await asyncio.wait_for(asyncio.shield(waiter.future), seconds)
+        except TimeoutError:
+            self._drop_waiter(key, waiter)
+            if not waiter.future.done():
+                return await self._timed_out(call, key)
+            answer, pending = waiter.future.result()
+        await self.durable(pending)
+        return answer
+
+    async def _timed_out(self, call: LeaseCall, key: Key) -> Answer:
+        """The wait is over: one last plain attempt, which refuses like rule 8 if still held."""
+        res = self.resources.get(key) or Resource(*key)
+        now = self.clock()
+        decision, token = self._decide(call, res, now)
+        if decision.outcome is Outcome.HELD:
+            decision.witnesses.append({"rule": "wait", "reason": "timed out"})
+        answer, pending = self._commit(call, res, decision, now, token, None)
+        await self.durable(pending or self.committer.barrier())
+        return answer
+
+    def _drop_waiter(self, key: Key, waiter: _Waiter) -> None:
+        queue = self._waiters.get(key)
+        if queue is not None and waiter in queue:
+            queue.remove(waiter)
+            if not queue:
+                del self._waiters[key]
+
+    def _serve_waiters(self, key: Key) -> None:
+        """Grant freed slots to waiters in arrival order; stop at the first one still held."""
+        queue = self._waiters.get(key)
+        while queue:
+            waiter = queue[0]
+            res = self.resources.get(key) or Resource(*key)
+            now = self.clock()
+            decision, token = self._decide(waiter.call, res, now)
+            if decision.outcome is Outcome.HELD and not decision.same_holder_label:
+                return
+            queue.popleft()
+            if not queue:
+                del self._waiters[key]
+            result = self._commit(waiter.call, res, decision, now, token, None)
+            if not waiter.future.done():
+                waiter.future.set_result(result)
+
+    # -- scopes (rule 13) -------------------------------------------------------------------
+
+    def scope_leases(self, tenant: str, scope: str) -> list[dict[str, Any]]:
+        now = self.clock()
+        found = []
+        for name in sorted(self._scopes.get((tenant, scope), ())):
+            res = self.resources[(tenant, name)]
+            for lease in res.leases:
+                if lease.scope == scope and lease.expires_at > now:
+                    found.append({"resource": name, "leaseId": lease.lease_id} | _view(lease))
+        return found
+
+    async def release_scope(self, tenant: str, scope: str, trigger: str = "request") -> list[int]:
+        released, pending = self._release_scope(tenant, scope, self.clock(), trigger)
+        await self.durable(pending or self.committer.barrier())
+        return released
+
+    def _release_scope(
+        self, tenant: str, scope: str, now: int, trigger: str
+    ) -> tuple[list[int], asyncio.Future[None] | None]:
+        released: list[int] = []
+        ops: list[Op] = []
+        for name in sorted(self._scopes.pop((tenant, scope), ())):
+            res = self.resources[(tenant, name)]
+            events = leases.expire(res, now)
+            for lease in [lease for lease in res.leases if lease.scope == scope]:
+                events.append(leases.end_lease(res, lease, EventKind.SCOPE_RELEASE, now, trigger))
+                released.append(lease.lease_id)
+            ops.extend(self._record(res, Decision(Outcome.RELEASED, events))[0])
+        self._deadmen.pop((tenant, scope), None)
+        ops.append(("DELETE FROM scopes WHERE tenant = ? AND scope = ?", (tenant, scope)))
+        pending = self.committer.submit(ops)
+        for name in {key[1] for key in self._waiters if key[0] == tenant}:
+            self._serve_waiters((tenant, name))
+        return released, pending
+
+    async def heartbeat(self, tenant: str, scope: str, dead_seconds: int) -> dict[str, Any]:
+        """Arm (or with 0 disarm) the scope's dead-man switch; every call is a heartbeat."""
+        now = self.clock()
+        key = (tenant, scope)
+        if dead_seconds == 0:
+            self._deadmen.pop(key, None)
+            op: Op = ("DELETE FROM scopes WHERE tenant = ? AND scope = ?", key)
+        else:
+            self._deadmen[key] = _DeadMan(dead_seconds * 1000, now)
+            op = (
+                "INSERT OR REPLACE INTO scopes VALUES (?, ?, ?, ?)",
+                (*key, dead_seconds * 1000, now),
+            )
+        await self.durable(self.committer.submit([op]))
+        deadline = iso(now + dead_seconds * 1000) if dead_seconds else None
+        return {"deadSeconds": dead_seconds, "deadlineAt": deadline, "armed": dead_seconds > 0}
+
+    # -- the sweeper (rule 7, rule 13, rule 12's 24 h) --------------------------------------
+
+    async def _sweep_forever(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            if self.healthy:
+                self.sweep(self.clock())
+
+    def sweep(self, now: int) -> None:
+        while self._expiries and self._expiries[0][0] <= now:
+            _, tenant, name = heapq.heappop(self._expiries)
+            res = self.resources.get((tenant, name))
+            if res is None:
+                continue
+            decision = Decision(Outcome.RELEASED, leases.expire(res, now))
+            ops, _ = self._record(res, decision)
+            if ops:
+                self.committer.submit(ops)
+                self._serve_waiters((tenant, name))
+        for key, dead in list(self._deadmen.items()):
+            if now - dead.last_beat >= dead.dead_ms:
+                self._release_scope(*key, now, "deadman")
+        self._forget_requests(now)
+
+    def _forget_requests(self, now: int) -> None:
+        horizon = now - self.limits.idempotency_seconds * 1000
+        stale = [key for key, seen in self._idempotency.items() if seen.created_at < horizon]
+        if not stale:
+            return
+        for key in stale:
+            del self._idempotency[key]
+        self.committer.submit([("DELETE FROM idempotency WHERE created_at < ?", (horizon,))])
+
+
+VERSIONS = {
+    "engine": "tenure/0.1.0",
+    "ledgerSchema": 1,
+    "entryFormat": 1,
+    "merkle": "RFC 9162 SHA-256",
+}
+
+
+def _view(lease: leases.Lease) -> dict[str, Any]:
+    return {
+        "holder": lease.holder,
+        "fencingToken": lease.fencing_token,
+        "expiresAt": iso(lease.expires_at),
+    }
+
+
+def _lease_op(res: Resource, event: leases.Event) -> Op:
+    lease = event.lease
+    where = (res.tenant, res.name, lease.fencing_token)
+    if event.kind is EventKind.ACQUIRE:
+        row = (
+            *where,
+            lease.holder,
+            lease.owner_digest,
+            lease.expires_at,
+            lease.scope,
+            lease.lease_id,
+        )
+        return "INSERT INTO leases VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row
+    if event.kind is EventKind.RENEW:
+        return f"UPDATE leases SET expires_at = ? {_LEASE_KEY}", (lease.expires_at, *where)
+    return f"DELETE FROM leases {_LEASE_KEY}", where
+
+
+_LEASE_KEY = "WHERE tenant = ? AND resource = ? AND fencing_token = ?"
+
+
+def _resource_op(res: Resource) -> Op:
+    done = res.completion
+    row = (
+        res.tenant,
+        res.name,
+        res.capacity,
+        res.max_token,
+        res.lifecycle_end,
+        res.fingerprint,
+        None if done is None else json.dumps(done.result),
+        None if done is None else done.completed_at,
+        None if done is None else done.fingerprint,
+    )
+    return "INSERT OR REPLACE INTO resources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row

@@ -1,0 +1,197 @@
+"""SQLite storage: schema and migrations, the start-up load, and group commit.
+
+The ledger is one SQLite file in WAL mode with ``synchronous=FULL``: a commit returns only after
+the WAL is fsynced. The request path never waits for its own fsync alone: every mutation is handed
+to one writer thread as a list of prepared statements, and the writer commits whatever has queued
+up since its last commit in one transaction (group commit). Callers await a future that resolves
+once their statements are durable, and only then answer.
+
+If a commit fails the writer refuses every later batch until :meth:`GroupCommitter.reset`: the
+in-memory state above it has run ahead of the disk, and the service must reload before it answers
+again (DESIGN §3.3: 503 with ``status: unknown``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+Op = tuple[str, Sequence[Any]]
+SCHEMA_VERSION = 1
+DB_NAME = "tenure.db"
+
+
+class StorageError(Exception):
+    """The storage could not durably record a change; the outcome is unknown."""
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA busy_timeout=5000")
+    return conn
+
+
+def _v1(db: sqlite_utils.Database) -> None:
+    db.table("entries").create({"idx": int, "leaf": bytes}, pk="idx", not_null={"leaf"})
+    db.execute(
+        "CREATE TABLE tree_nodes(level INTEGER NOT NULL, idx INTEGER NOT NULL, "
+        "hash BLOB NOT NULL, PRIMARY KEY(level, idx)) WITHOUT ROWID"
+    )
+    for table in ("entries", "tree_nodes"):
+        for action in ("UPDATE", "DELETE"):
+            db.execute(
+                f"CREATE TRIGGER {table}_no_{action.lower()} BEFORE {action} ON {table} "
+                f"BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END"
+            )
+    db.execute(
+        "CREATE TABLE resources(tenant TEXT NOT NULL, name TEXT NOT NULL,"
+        " capacity INTEGER NOT NULL, max_token INTEGER NOT NULL, lifecycle_end INTEGER,"
+        " fingerprint BLOB, result TEXT, completed_at INTEGER, completed_fingerprint BLOB,"
+        " PRIMARY KEY(tenant, name)) WITHOUT ROWID"
+    )
+    db.execute(
+        "CREATE TABLE leases(tenant TEXT NOT NULL, resource TEXT NOT NULL,"
+        " fencing_token INTEGER NOT NULL, holder TEXT NOT NULL, owner_digest BLOB NOT NULL,"
+        " expires_at INTEGER NOT NULL, scope TEXT, lease_id INTEGER NOT NULL,"
+        " PRIMARY KEY(tenant, resource, fencing_token)) WITHOUT ROWID"
+    )
+    db.execute(
+        "CREATE TABLE idempotency(tenant TEXT NOT NULL, request_id TEXT NOT NULL,"
+        " request_digest BLOB NOT NULL, answer TEXT NOT NULL, created_at INTEGER NOT NULL,"
+        " PRIMARY KEY(tenant, request_id)) WITHOUT ROWID"
+    )
+    db.table("idempotency").create_index(["created_at"])
+    db.execute(
+        "CREATE TABLE scopes(tenant TEXT NOT NULL, scope TEXT NOT NULL, dead_ms INTEGER NOT NULL,"
+        " last_beat INTEGER NOT NULL, PRIMARY KEY(tenant, scope)) WITHOUT ROWID"
+    )
+    db.table("api_keys").create(
+        {"key_digest": bytes, "tenant": str, "name": str, "created_at": int},
+        pk="key_digest",
+        not_null={"tenant", "name", "created_at"},
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1]
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the schema to SCHEMA_VERSION, each step in its own transaction."""
+    db = sqlite_utils.Database(conn)
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise StorageError(f"ledger schema {version} is newer than this server ({SCHEMA_VERSION})")
+    for step in range(version, SCHEMA_VERSION):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            MIGRATIONS[step](db)
+            conn.execute(f"PRAGMA user_version={step + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return SCHEMA_VERSION
+
+
+def open_db(data_dir: Path) -> sqlite3.Connection:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    conn = connect(data_dir / DB_NAME)
+    migrate(conn)
+    return conn
+
+
+_Batch = list[tuple[Sequence[Op], "asyncio.Future[None]"]]
+
+
+class GroupCommitter:
+    """One writer thread; each commit carries every batch queued since the last one."""
+
+    def __init__(self, conn: sqlite3.Connection, loop: asyncio.AbstractEventLoop) -> None:
+        self._conn = conn
+        self._loop = loop
+        self._queue: queue.SimpleQueue[tuple[Sequence[Op], asyncio.Future[None]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._last: asyncio.Future[None] | None = None
+        self.failure: BaseException | None = None
+        self.commits = 0
+        self._thread = threading.Thread(target=self._run, name="tenure-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, ops: Sequence[Op]) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = self._loop.create_future()
+        self._queue.put((ops, future))
+        self._last = future
+        return future
+
+    def barrier(self) -> asyncio.Future[None] | None:
+        """The future of the newest batch if it is not yet durable: reads wait for it."""
+        last = self._last
+        return None if last is None or last.done() else last
+
+    def reset(self) -> None:
+        self.failure = None
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            batch: _Batch = [item]
+            stop = self._drain(batch)
+            error = self._commit(batch)
+            self._loop.call_soon_threadsafe(_resolve, batch, error)
+            if stop:
+                return
+
+    def _drain(self, batch: _Batch) -> bool:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return False
+            if item is None:
+                return True
+            batch.append(item)
+
+    def _commit(self, batch: _Batch) -> BaseException | None:
+        if self.failure is not None:
+            return self.failure
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for ops, _ in batch:
+                for sql, params in ops:
+                    conn.execute(sql, params)
+            conn.execute("COMMIT")
+            self.commits += 1
+            return None
+        except BaseException as error:  # any failure leaves the outcome unknown
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self.failure = error
+            return error
+
+
+def _resolve(batch: _Batch, error: BaseException | None) -> None:
+    for _, future in batch:
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(StorageError(str(error)))
