@@ -38,3 +38,11 @@ class UntrustedKey(VerificationError):
 
 class ManifestError(VerificationError):
     """A manifest assertion is missing, undeclared, or hashes to another value."""
+
+
+class UnknownContext(MalformedInput):
+    """A JSON-LD context IRI is neither bundled nor supplied; contexts are never fetched."""
+
+
+class UndefinedTerm(MalformedInput):
+    """A JSON-LD term or type is not defined by the document's contexts (RDFC would drop it)."""

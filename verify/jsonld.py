@@ -1,0 +1,175 @@
+"""Offline JSON-LD: a document loader for bundled contexts, and strict RDF canonicalization.
+
+No context is ever fetched from the network (DESIGN §5): the loader serves the contexts
+bundled in ``verify/contexts/`` plus any ``{IRI: document}`` the caller supplies, and
+refuses every other IRI.
+
+``canonicalize_rdfc`` is RDF Dataset Canonicalization (RDFC-1.0, the algorithm pyld
+calls URDNA2015) to N-Quads, as eddsa-rdfc-2022 uses it (vc-di-eddsa §3.2.3). It is
+strict: JSON-LD expansion silently drops a term its contexts do not define, so under
+RDFC such a term would be left unsigned. pyld has no "safe mode" (jsonld.js does), so
+this module refuses, naming the term, any property pyld reports dropped (its
+``on_property_dropped`` hook) and any ``@id`` or ``@type`` that is not an absolute IRI
+or blank node after expansion (which RDF serialization would skip).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable, Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from pyld import jsonld
+
+from verify.errors import MalformedInput, UndefinedTerm, UnknownContext
+
+# IRI -> file in verify/contexts/. Add a row when a context file is added.
+CONTEXT_FILES: Mapping[str, str] = {
+    "https://www.w3.org/ns/credentials/v2": "credentials-v2.jsonld",
+    "https://www.w3.org/ns/credentials/examples/v2": "credentials-examples-v2.jsonld",
+    "https://www.w3.org/ns/credentials/undefined-terms/v2": "credentials-undefined-terms-v2.jsonld",
+}
+
+Loader = Callable[[str, Any], dict[str, Any]]
+
+# pyld keeps processed contexts in a process-wide cache keyed by IRI alone when the
+# loader tags them "static" (pyld/context_resolver.py). That cache is only sound if an
+# IRI means one document for the life of the process, so every IRI served is pinned.
+_pinned: dict[str, Any] = {}
+
+# What pyld's to_rdf accepts as an absolute IRI (pyld.jsonld._is_absolute_iri), or a blank node.
+_ABSOLUTE_IRI = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+\-.]*|_):\S*$")
+
+
+@cache
+def bundled_contexts() -> Mapping[str, Any]:
+    """The bundled contexts, ``{IRI: document}``, read once from the package data."""
+    folder = resources.files("verify").joinpath("contexts")
+    return {
+        iri: json.loads(folder.joinpath(name).read_text(encoding="utf-8"))
+        for iri, name in CONTEXT_FILES.items()
+    }
+
+
+def document_loader(extra_contexts: Mapping[str, Any] | None = None) -> Loader:
+    """A pyld document loader serving bundled and ``extra_contexts`` documents only."""
+    contexts = dict(bundled_contexts())
+    for iri, document in (extra_contexts or {}).items():
+        if iri in contexts and contexts[iri] != document:
+            raise MalformedInput(f"context {iri} is bundled; a different document is refused")
+        _pin(iri, document)
+        contexts[iri] = document
+
+    def load(url: str, options: Any = None) -> dict[str, Any]:
+        document = contexts.get(url)
+        if document is None:
+            raise UnknownContext(f"JSON-LD context {url} is not bundled and is never fetched")
+        return {
+            "contentType": "application/ld+json",
+            "contextUrl": None,
+            "documentUrl": url,
+            "document": copy.deepcopy(document),  # pyld may edit what it is given
+            "tag": "static",  # lets pyld cache the processed context across calls
+        }
+
+    return load
+
+
+def _pin(iri: str, document: Any) -> None:
+    """Bind a caller-supplied IRI to its document for the process (bundled ones are fixed)."""
+    if iri not in _pinned:
+        _pinned[iri] = copy.deepcopy(document)
+    if _pinned[iri] != document:
+        raise MalformedInput(f"context {iri} was already loaded with a different document")
+
+
+def canonicalize_rdfc(
+    document: Mapping[str, Any], extra_contexts: Mapping[str, Any] | None = None
+) -> str:
+    """RDFC-1.0 canonical N-Quads of a JSON-LD document; refuse undefined terms and types."""
+    options = {
+        "algorithm": "URDNA2015",
+        "format": "application/n-quads",
+        # No base IRI: pyld would otherwise resolve relative IRIs against its
+        # http://example.org/base/ placeholder, signing what other processors drop.
+        "base": None,
+        "documentLoader": document_loader(extra_contexts),
+    }
+    try:
+        result: str = _StrictProcessor().normalize(dict(document), options)
+    except jsonld.JsonLdError as e:
+        raise _translate(e) from e
+    return result
+
+
+def _translate(error: jsonld.JsonLdError) -> MalformedInput:
+    """The first of our errors in pyld's chain of wrapped causes, or a MalformedInput."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, MalformedInput):
+            return cause
+        cause = cause.__cause__
+    return MalformedInput(f"JSON-LD processing failed: {_innermost(error)}")
+
+
+def _innermost(error: BaseException) -> str:
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return str(error).splitlines()[0]
+
+
+def _refuse_dropped(expanded_property: str | None) -> None:
+    if expanded_property is None:  # pyld passes no name for null-mapped and @-reserved keys
+        raise UndefinedTerm("a JSON-LD key is mapped to null or looks like a keyword")
+    raise UndefinedTerm(f"JSON-LD term {expanded_property!r} is not defined by its contexts")
+
+
+class _StrictProcessor(jsonld.JsonLdProcessor):  # type: ignore[misc]
+    """pyld's processor, refusing what expansion would drop (a stand-in for safe mode)."""
+
+    def __init__(self) -> None:
+        super().__init__(on_property_dropped=_refuse_dropped)
+
+    def expand(self, input_: Any, options: Any) -> Any:
+        # to_rdf (and so normalize) expands through this method.
+        expanded = super().expand(input_, options)
+        _check_expanded(expanded)
+        return expanded
+
+
+def _check_expanded(node: Any) -> None:
+    """Refuse relative IRIs in expanded JSON-LD: RDF serialization would skip them."""
+    if isinstance(node, list):
+        for item in node:
+            _check_expanded(item)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            _check_entry(node, key, value)
+
+
+def _check_entry(node: dict[str, Any], key: str, value: Any) -> None:
+    if key == "@id":
+        _require_iri(value, "@id", blank_ok=True)
+    elif key == "@type":
+        is_literal = "@value" in node
+        for item in value if isinstance(value, list) else [value]:
+            if not (is_literal and item == "@json"):
+                _require_iri(item, "type", blank_ok=not is_literal)
+    elif key == "@value":
+        return  # a literal: nothing below it is JSON-LD
+    elif not key.startswith("@"):
+        _require_iri(key, "term", blank_ok=False)
+        _check_expanded(value)
+    else:
+        _check_expanded(value)
+
+
+def _require_iri(value: Any, what: str, blank_ok: bool) -> None:
+    if not isinstance(value, str) or not _ABSOLUTE_IRI.match(value):
+        raise UndefinedTerm(f"JSON-LD {what} {value!r} is not defined by the document's contexts")
+    if value.startswith("_:") and not blank_ok:
+        raise UndefinedTerm(f"JSON-LD {what} {value!r} is a blank node, which RDF cannot sign")
