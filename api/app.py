@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from math import ceil
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import rfc8785
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ValidationError
 
+from api.log_routes import log_routes
+from api.responses import JSON, error_response, respond, unknown_response
 from api.schemas import (
     OPS,
     InputError,
@@ -25,16 +25,17 @@ from api.schemas import (
 )
 from api.settings import Settings
 from api.tenancy import ANONYMOUS, RateLimiter, Tenancy, high_entropy, mint_namespace
-from ledger.keyring import load_or_create_secret
+from ledger.keyring import load_or_create_secret, record_keys, signing_keys
 from ledger.leases import Outcome
-from ledger.service import Answer, LeaseCall, LeaseService, Limits, StorageUnavailable
-from ledger.store import DB_NAME, connect, open_db
+from ledger.log import LogReader
+from ledger.service import Answer, LeaseCall, LeaseService, Limits, StorageUnavailable, now_ms
+from ledger.store import DB_NAME, connect, default_origin, open_db
+from verify.jcs import canonicalize
 
 CONFLICTS = frozenset(
     {Outcome.HELD, Outcome.LOST, Outcome.CONFLICT, Outcome.IDEMPOTENCY_CONFLICT}
     | {Outcome.NOT_ACTIVE}
 )
-JSON = "application/json"
 
 
 @dataclass
@@ -44,20 +45,6 @@ class Runtime:
     service: LeaseService
     tenancy: Tenancy
     limiter: RateLimiter
-
-
-def respond(data: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> Response:
-    body = json.dumps({"data": data}, separators=(",", ":"), ensure_ascii=False)
-    return Response(body.encode(), status, headers, media_type=JSON)
-
-
-def error_response(error: InputError, headers: dict[str, str] | None = None) -> Response:
-    return respond({"status": "fail", "error": error.as_data()}, error.status, headers)
-
-
-def unknown_response(message: str, status: int = 503) -> Response:
-    error = {"code": "storage_unavailable", "message": message}
-    return respond({"status": "unknown", "error": error}, status, {"Retry-After": "1"})
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -95,6 +82,9 @@ def create_app(settings: Settings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         conn = open_db(settings.data_dir)
         reader = connect(settings.data_dir / DB_NAME)
+        keys = signing_keys(settings.keys_dir, now_ms())
+        record_keys(conn, keys)
+        app.state.log = LogReader(reader, settings.origin or default_origin(reader), keys[-1])
         limits = Limits(settings.ttl_max_seconds, settings.lifecycle_seconds)
         service = LeaseService(conn, load_or_create_secret(settings.keys_dir), limits)
         await service.start(settings.sweep_interval)
@@ -109,6 +99,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     app = FastAPI(title="tenure", version="0.1.0", lifespan=lifespan)
     _routes(app, settings)
+    log_routes(app)
     return app
 
 
@@ -148,7 +139,7 @@ def _call(body: LeaseBody, op: str, tenant: str, settings: Settings) -> LeaseCal
         raise InputError("invalid_value", "waitSeconds applies to acquire and wait", "waitSeconds")
     if "result" in body.model_fields_set and op != "complete":
         raise InputError("invalid_value", "result applies to complete only", "result")
-    if op == "complete" and len(rfc8785.dumps(body.result)) > 32 * 1024:
+    if op == "complete" and len(canonicalize(body.result)) > 32 * 1024:
         raise InputError("too_large", "result exceeds 32 KiB of canonical JSON", "result", 413)
     if tenant == ANONYMOUS and not high_entropy(body.resource):
         message = "in the anonymous tenant a resource must be a random string of 32..200 chars"

@@ -13,6 +13,7 @@ class Settings(BaseSettings):
 
     data_dir: Path = Path("data")
     keys_dir: Path = Path("keys")
+    origin: str | None = None
     require_api_key: bool = False
     allow_anonymous: bool = True
     rate_limit: float = Field(default=10_000.0, gt=0)

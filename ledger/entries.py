@@ -15,9 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import rfc8785
-
 from ledger.leases import Event
+from verify.jcs import canonicalize
 
 ENTRY_VERSION = 1
 
@@ -91,4 +90,4 @@ def encode_entry(
         entry["trigger"] = event.trigger
     if result_digest is not None:
         entry["resultDigest"] = result_digest
-    return rfc8785.dumps(entry)
+    return canonicalize(entry)

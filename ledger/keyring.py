@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import os
 import secrets
+import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+    load_pem_private_key,
+)
+
+from verify.multikey import did_key, public_key_multibase
 
 PSEUDONYM_SECRET = "pseudonym.secret"
 
@@ -28,3 +41,67 @@ def load_or_create_secret(keys_dir: Path) -> bytes:
     if len(data) != 32:
         raise ValueError(f"{path} must hold 32 bytes, found {len(data)}")
     return data
+
+
+SIGNING_GLOB = "signing-*.key"
+
+
+@dataclass(frozen=True, slots=True)
+class SigningKey:
+    """One Ed25519 key of the keys folder; the newest one signs."""
+
+    private_key: Ed25519PrivateKey
+    created_at: int
+    path: Path
+
+    @property
+    def public_bytes(self) -> bytes:
+        return self.private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+    @property
+    def did(self) -> str:
+        return did_key(self.private_key.public_key())
+
+    @property
+    def multikey(self) -> str:
+        return public_key_multibase(self.private_key.public_key())
+
+
+def load_signing_keys(keys_dir: Path) -> list[SigningKey]:
+    """Every signing key in the folder, oldest first (file names sort by creation time)."""
+    found = []
+    for path in sorted(keys_dir.glob(SIGNING_GLOB)):
+        key = load_pem_private_key(path.read_bytes(), password=None)
+        if not isinstance(key, Ed25519PrivateKey):
+            raise ValueError(f"{path} is not an Ed25519 private key")
+        created = int(path.stem.split("-")[1])
+        found.append(SigningKey(key, created, path))
+    return found
+
+
+def create_signing_key(keys_dir: Path, now_ms: int) -> SigningKey:
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+    path = keys_dir / f"signing-{now_ms:015d}-{secrets.token_hex(4)}.key"
+    write_private(path, pem)
+    return SigningKey(key, now_ms, path)
+
+
+def signing_keys(keys_dir: Path, now_ms: int) -> list[SigningKey]:
+    """The folder's keys, generating the first one on first start."""
+    keys = load_signing_keys(keys_dir)
+    return keys or [create_signing_key(keys_dir, now_ms)]
+
+
+def record_keys(conn: sqlite3.Connection, keys: list[SigningKey]) -> None:
+    """Every public key ever used, with its validity period, also lives in the ledger database."""
+    ends = [later.created_at for later in keys[1:]] + [None]
+    conn.execute("BEGIN IMMEDIATE")
+    for key, until in zip(keys, ends, strict=True):
+        conn.execute(
+            "INSERT INTO signing_keys(did, public_key, multikey, valid_from, valid_until)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT(did) DO UPDATE SET valid_until ="
+            " coalesce(signing_keys.valid_until, excluded.valid_until)",
+            (key.did, key.public_bytes, key.multikey, key.created_at, until),
+        )
+    conn.execute("COMMIT")

@@ -25,8 +25,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import rfc8785
-
 from ledger import leases
 from ledger.answers import Position, redact, render
 from ledger.entries import Pseudonyms, encode_entry, iso
@@ -34,6 +32,7 @@ from ledger.leases import Decision, EventKind, Outcome, Resource
 from ledger.merkle import CompactRange
 from ledger.state import Committed, load_state
 from ledger.store import GroupCommitter, Op, StorageError
+from verify.jcs import canonicalize
 from verify.rfc9162 import leaf_hash
 
 Key = tuple[str, str]
@@ -101,7 +100,7 @@ class LeaseCall:
         fields.pop("request_id")
         if self.owner_token is not None:
             fields["owner_token"] = owner_digest(self.owner_token).hex()
-        return hashlib.sha256(rfc8785.dumps(fields)).digest()
+        return hashlib.sha256(canonicalize(fields)).digest()
 
 
 @dataclass(slots=True)
@@ -348,7 +347,7 @@ class LeaseService:
     def _result_digest(self, res: Resource, event: leases.Event) -> str | None:
         if event.kind is not EventKind.COMPLETE or res.completion is None:
             return None
-        return hashlib.sha256(rfc8785.dumps(res.completion.result)).hexdigest()
+        return hashlib.sha256(canonicalize(res.completion.result)).hexdigest()
 
     def _pseudonyms(self, tenant: str) -> Pseudonyms:
         names = self._names.get(tenant)

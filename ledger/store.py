@@ -75,6 +75,18 @@ def _v1(db: sqlite_utils.Database) -> None:
         "CREATE TABLE scopes(tenant TEXT NOT NULL, scope TEXT NOT NULL, dead_ms INTEGER NOT NULL,"
         " last_beat INTEGER NOT NULL, PRIMARY KEY(tenant, scope)) WITHOUT ROWID"
     )
+    db.table("signing_keys").create(
+        {"did": str, "public_key": bytes, "multikey": str, "valid_from": int, "valid_until": int},
+        pk="did",
+        not_null={"public_key", "multikey", "valid_from"},
+    )
+    db.table("checkpoints").create(
+        {"tree_size": int, "root_hash": bytes, "timestamp": int, "note": str, "key_did": str},
+        pk="tree_size",
+        not_null={"root_hash", "timestamp", "note", "key_did"},
+    )
+    db.table("meta").create({"key": str, "value": str}, pk="key", not_null={"value"})
+    db.execute("INSERT INTO meta VALUES ('log_id', lower(hex(randomblob(8))))")
     db.table("api_keys").create(
         {"key_digest": bytes, "tenant": str, "name": str, "created_at": int},
         pk="key_digest",
@@ -108,6 +120,12 @@ def open_db(data_dir: Path) -> sqlite3.Connection:
     conn = connect(data_dir / DB_NAME)
     migrate(conn)
     return conn
+
+
+def default_origin(conn: sqlite3.Connection) -> str:
+    """The checkpoint origin (and note key name) when the operator names none: unique per log."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'log_id'").fetchone()
+    return f"tenure.local/log/{row[0]}"
 
 
 _Batch = list[tuple[Sequence[Op], "asyncio.Future[None]"]]

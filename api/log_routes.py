@@ -1,0 +1,86 @@
+"""Routes of DESIGN §3.4: the log, its proofs, checkpoints and keys."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import Response
+
+from api.responses import raw
+from api.schemas import InputError
+from ledger.log import LogReader, OutOfRange
+from ledger.service import LeaseService, now_ms
+from verify.jsonld import bundled_contexts
+
+NonNegative = Annotated[int, Query(ge=0)]
+
+
+def _log(request: Request) -> LogReader:
+    log: LogReader = request.app.state.log
+    return log
+
+
+def _service(request: Request) -> LeaseService:
+    service: LeaseService = request.app.state.runtime.service
+    return service
+
+
+def out_of_range(error: OutOfRange) -> InputError:
+    return InputError("out_of_range", str(error), error.field, status=400)
+
+
+def log_routes(app: FastAPI) -> None:
+    @app.get("/api/v1/log/checkpoint")
+    async def checkpoint(request: Request) -> Response:
+        """The latest signed checkpoint (C2SP tlog-checkpoint in a signed note)."""
+        service = _service(request)
+        await service.durable(service.committer.barrier())
+        signed, op = _log(request).checkpoint(now_ms())
+        if op is not None:
+            await service.durable(service.committer.submit([op]))
+        return raw(signed.as_data())
+
+    @app.get("/api/v1/log/entries")
+    async def entries(request: Request, start: NonNegative, end: NonNegative) -> Response:
+        """Entries [start, end) as exact leaf bytes (base64) and parsed JSON; at most 1000."""
+        try:
+            found = _log(request).entries(start, end)
+        except OutOfRange as error:
+            raise out_of_range(error) from error
+        return raw({"start": start, "entries": found})
+
+    @app.get("/api/v1/log/proof/inclusion")
+    async def inclusion(
+        request: Request,
+        index: NonNegative,
+        tree_size: Annotated[int, Query(alias="treeSize", ge=0)],
+    ) -> Response:
+        """RFC 9162 inclusion proof (audit path) of entry `index` in the tree of `treeSize`."""
+        try:
+            return raw(_log(request).inclusion(index, tree_size))
+        except OutOfRange as error:
+            raise out_of_range(error) from error
+
+    @app.get("/api/v1/log/proof/consistency")
+    async def consistency(request: Request, first: NonNegative, second: NonNegative) -> Response:
+        """RFC 9162 consistency proof between the trees of sizes `first` and `second`."""
+        try:
+            return raw(_log(request).consistency(first, second))
+        except OutOfRange as error:
+            raise out_of_range(error) from error
+
+    @app.get("/api/v1/keys")
+    async def keys(request: Request) -> Response:
+        """Every signing key ever used, with its did:key, multikey and validity period."""
+        return raw({"keys": _log(request).keys()})
+
+    @app.get("/api/v1/contexts")
+    async def contexts(request: Request) -> Response:
+        """Every JSON-LD context the credentials use beyond the VC 2.0 base context."""
+        published = {
+            iri: doc
+            for iri, doc in bundled_contexts().items()
+            if iri != "https://www.w3.org/ns/credentials/v2"
+        }
+        return raw(published)

@@ -1,0 +1,149 @@
+"""The log as auditors see it (DESIGN §3.4): entries, proofs, signed checkpoints, keys.
+
+Everything here reads through its own connection and sees only committed (durable) entries, so a
+checkpoint never covers an entry the disk might lose. Every query costs O(log n) node reads
+(``ledger.merkle``), whatever the size asked for.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.checkpoint import checkpoint_body, sign_note
+from ledger.entries import iso
+from ledger.keyring import SigningKey
+from ledger.merkle import consistency_proof, inclusion_proof, root_at
+from ledger.state import node_getter, tree_size
+from ledger.store import Op
+
+MAX_PAGE = 1000
+
+
+class OutOfRange(ValueError):
+    """An index or size outside the durable tree (answered 4xx, naming the parameter)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+@dataclass(frozen=True, slots=True)
+class SignedCheckpoint:
+    origin: str
+    tree_size: int
+    root_hash: bytes
+    timestamp: int
+    note: str
+
+    def as_data(self) -> dict[str, Any]:
+        return {
+            "origin": self.origin,
+            "treeSize": self.tree_size,
+            "rootHash": b64(self.root_hash),
+            "timestamp": iso(self.timestamp),
+            "note": self.note,
+        }
+
+
+class LogReader:
+    def __init__(self, conn: sqlite3.Connection, origin: str, key: SigningKey) -> None:
+        self.conn = conn
+        self.origin = origin
+        self.key = key
+        self._get = node_getter(conn)
+
+    def size(self) -> int:
+        return tree_size(self.conn)
+
+    def root(self, size: int) -> bytes:
+        self._check_size("treeSize", size, self.size())
+        return root_at(size, self._get)
+
+    def entries(self, start: int, end: int) -> list[dict[str, Any]]:
+        size = self.size()
+        if not 0 <= start < size:
+            raise OutOfRange("start", f"start must be 0..{size - 1} (tree size {size})")
+        if not start < end <= size:
+            raise OutOfRange("end", f"end must be {start + 1}..{size}")
+        end = min(end, start + MAX_PAGE)
+        sql = "SELECT idx, leaf FROM entries WHERE idx >= ? AND idx < ? ORDER BY idx"
+        return [
+            {"index": idx, "leaf": b64(bytes(leaf)), "entry": json.loads(leaf)}
+            for idx, leaf in self.conn.execute(sql, (start, end))
+        ]
+
+    def inclusion(self, index: int, size: int) -> dict[str, Any]:
+        self._check_size("treeSize", size, self.size())
+        if not 0 <= index < size:
+            raise OutOfRange("index", f"index must be 0..{size - 1} for treeSize {size}")
+        hashes = inclusion_proof(index, size, self._get)
+        root = root_at(size, self._get)
+        return {"index": index, "treeSize": size, "rootHash": b64(root), "hashes": _b64s(hashes)}
+
+    def consistency(self, first: int, second: int) -> dict[str, Any]:
+        self._check_size("second", second, self.size())
+        if not 1 <= first <= second:
+            raise OutOfRange("first", f"first must be 1..{second} (RFC 9162 §2.1.4)")
+        hashes = consistency_proof(first, second, self._get)
+        return {
+            "first": first,
+            "second": second,
+            "firstRootHash": b64(root_at(first, self._get)),
+            "secondRootHash": b64(root_at(second, self._get)),
+            "hashes": _b64s(hashes),
+        }
+
+    def latest_checkpoint(self) -> SignedCheckpoint | None:
+        sql = "SELECT tree_size, root_hash, timestamp, note FROM checkpoints"
+        row = self.conn.execute(sql + " ORDER BY tree_size DESC LIMIT 1").fetchone()
+        if row is None:
+            return None
+        return SignedCheckpoint(self.origin, row[0], bytes(row[1]), row[2], row[3])
+
+    def checkpoint(self, now: int) -> tuple[SignedCheckpoint, Op | None]:
+        """The latest checkpoint, signing a new one (and the statement to store it) if the tree
+        grew. Roots come from the append-only stored tree, so no two signed checkpoints can be
+        inconsistent with each other (DESIGN §4)."""
+        size = self.size()
+        latest = self.latest_checkpoint()
+        if latest is not None and latest.tree_size == size:
+            return latest, None
+        root = root_at(size, self._get)
+        note = sign_note(
+            checkpoint_body(self.origin, size, root), self.origin, self.key.private_key
+        )
+        signed = SignedCheckpoint(self.origin, size, root, now, note)
+        sql = "INSERT OR IGNORE INTO checkpoints VALUES (?, ?, ?, ?, ?)"
+        return signed, (sql, (size, root, now, note, self.key.did))
+
+    def keys(self) -> list[dict[str, Any]]:
+        sql = "SELECT did, multikey, valid_from, valid_until FROM signing_keys ORDER BY valid_from"
+        return [
+            {
+                "id": did,
+                "did": did,
+                "verificationMethod": f"{did}#{multikey}",
+                "publicKeyMultibase": multikey,
+                "type": "Multikey",
+                "validFrom": iso(start),
+                "validUntil": None if end is None else iso(end),
+                "active": did == self.key.did,
+            }
+            for did, multikey, start, end in self.conn.execute(sql)
+        ]
+
+    def _check_size(self, field: str, size: int, durable: int) -> None:
+        if not 0 <= size <= durable:
+            raise OutOfRange(field, f"{field} must be 0..{durable} (the tree's size)")
+
+
+def _b64s(hashes: list[bytes]) -> list[str]:
+    return [b64(h) for h in hashes]
