@@ -1,0 +1,254 @@
+"""Benchmark lease throughput and latency over HTTP: acquire→release cycles, N connections.
+
+Not a test: prints figures. Starts its own `tenure serve` on a free port with throw-away data and
+keys (or, with ``--url``, drives a running server), then for each N in ``--connections`` opens N
+keep-alive HTTP/1.1 connections, each cycling acquire→release on a resource of its own (a
+high-entropy name, so the anonymous tenant accepts it), for ``--duration`` seconds after a short
+warm-up. Every acquire is a fresh grant and every release frees it, so each cycle appends two
+durable ledger entries (two lease events).
+
+The client is deliberately thin — raw ``asyncio.open_connection`` with hand-written requests and a
+minimal response parser — because on a small machine it shares the CPUs with the server. It
+reports its own CPU time (and the server's, when it started the server) so readers can judge how
+much of the machine the load generator took.
+
+    .venv/bin/python bench/lease_bench.py [--duration 10] [--connections 1,64] [--url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Tally:
+    acquire_ns: list[int] = field(default_factory=list)
+    release_ns: list[int] = field(default_factory=list)
+    cycles: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def error(self, what: str) -> None:
+        self.errors[what] = self.errors.get(what, 0) + 1
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection speaking just enough of the protocol."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        sock = self.writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        assert self.reader is not None and self.writer is not None
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + body)
+        status_line = await self.reader.readuntil(b"\r\n")
+        headers = await self.reader.readuntil(b"\r\n\r\n")
+        length = 0
+        for line in headers.split(b"\r\n"):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        payload = await self.reader.readexactly(length)
+        return int(status_line.split(b" ", 2)[1]), payload
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(OSError):
+                await self.writer.wait_closed()
+
+
+async def cycle_forever(host: str, port: int, start: float, end: float, tally: Tally) -> None:
+    """acquire→release on a resource of this connection's own until `end`; count after `start`."""
+    resource = f"bench-{secrets.token_hex(16)}"
+    holder = f"bench-{secrets.token_hex(4)}"
+    acquire = json.dumps({"resource": resource, "holder": holder, "ttlSeconds": 30}).encode()
+    conn = Connection(host, port)
+    await conn.open()
+    clock = time.perf_counter_ns
+    try:
+        while True:
+            t0 = clock()
+            if t0 >= end:
+                return
+            status, payload = await conn.post("/api/v1/lease/acquire", acquire)
+            t1 = clock()
+            if status != 201:
+                tally.error(f"acquire {status}")
+                continue
+            owner = json.loads(payload)["data"]["ownerToken"]
+            release = json.dumps({"resource": resource, "ownerToken": owner}).encode()
+            status, payload = await conn.post("/api/v1/lease/release", release)
+            t2 = clock()
+            if status != 200:
+                tally.error(f"release {status}")
+                continue
+            if t0 >= start:
+                tally.acquire_ns.append(t1 - t0)
+                tally.release_ns.append(t2 - t1)
+                tally.cycles += 1
+    finally:
+        await conn.close()
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User+system CPU seconds of another process, from /proc (Linux); None elsewhere."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pct(values: list[int], q: float) -> float:
+    """The q-quantile in milliseconds (nearest rank)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1e6
+
+
+async def run(host: str, port: int, n: int, warmup: float, duration: float) -> Tally:
+    tally = Tally()
+    now = time.perf_counter_ns()
+    start = now + int(warmup * 1e9)
+    end = start + int(duration * 1e9)
+    await asyncio.gather(*(cycle_forever(host, port, start, end, tally) for _ in range(n)))
+    return tally
+
+
+def report(
+    n: int, duration: float, tally: Tally, wall: float, client: float, server: float | None
+) -> None:
+    cps = tally.cycles / duration
+    print(f"connections={n}  duration={duration:.1f}s  cycles={tally.cycles}")
+    print(f"  lease events/s   {2 * cps:10.1f}   (acquire + release, each a durable ledger entry)")
+    print(f"  cycles/s         {cps:10.1f}")
+    for name, values in (("acquire", tally.acquire_ns), ("release", tally.release_ns)):
+        mean = statistics.fmean(values) / 1e6 if values else float("nan")
+        print(
+            f"  {name:<8} latency p50 {pct(values, 0.50):7.2f} ms   p99 {pct(values, 0.99):7.2f} ms"
+            f"   mean {mean:7.2f} ms"
+        )
+    line = f"  CPU over {wall:.1f}s wall (warm-up included):"
+    line += f" client {client:.2f}s ({client / wall:.0%})"
+    if server is not None:
+        line += f", server {server:.2f}s ({server / wall:.0%})"
+    print(line + "  [100% = one core]")
+    if tally.errors:
+        print(f"  errors           {tally.errors}")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_ready(url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=1) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("server did not become ready")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--url", help="drive this running server instead of starting one")
+    parser.add_argument("--connections", default="1,64", help="comma-separated N values")
+    parser.add_argument("--duration", type=float, default=10.0, help="measured seconds per N")
+    parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds per N")
+    parser.add_argument(
+        "--server-log-level",
+        default="warning",
+        help="log level of the server this script starts (info adds an access log line per call)",
+    )
+    parser.add_argument(
+        "--tmp", help="where the started server keeps its ledger (default: $TMPDIR)"
+    )
+    args = parser.parse_args()
+    counts = [int(n) for n in args.connections.split(",")]
+
+    process: subprocess.Popen[bytes] | None = None
+    scratch = None
+    if args.url:
+        url = args.url.rstrip("/")
+    else:
+        scratch = tempfile.TemporaryDirectory(prefix="tenure-bench-", dir=args.tmp)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        cmd = [sys.executable, "-m", "api", "serve", "--port", str(port)]
+        cmd += ["--data", f"{scratch.name}/data", "--keys", f"{scratch.name}/keys"]
+        cmd += ["--rate-limit", "1000000", "--log-level", args.server_log_level]
+        process = subprocess.Popen(cmd, cwd=ROOT)
+        wait_ready(url, process)
+    split = urlsplit(url)
+    host, port = split.hostname or "127.0.0.1", split.port or 80
+
+    try:
+        import uvloop
+
+        loop_name = "uvloop"
+        new_loop = uvloop.new_event_loop
+    except ImportError:
+        loop_name, new_loop = "asyncio", asyncio.new_event_loop
+    where = f"own server, ledger in {scratch.name}" if scratch else url
+    print(f"tenure lease bench: {where}, client loop {loop_name}, {os.cpu_count()} CPUs")
+    try:
+        for n in counts:
+            server_pid = process.pid if process else None
+            wall0, cpu0, srv0 = time.perf_counter(), time.process_time(), cpu_seconds(server_pid)
+            with asyncio.Runner(loop_factory=new_loop) as runner:
+                tally = runner.run(run(host, port, n, args.warmup, args.duration))
+            wall, client_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+            srv1 = cpu_seconds(server_pid)
+            server_cpu = None if srv0 is None or srv1 is None else srv1 - srv0
+            report(n, args.duration, tally, wall, client_cpu, server_cpu)
+    finally:
+        if process is not None:
+            process.terminate()
+            process.wait(timeout=30)
+        if scratch is not None:
+            scratch.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
