@@ -23,7 +23,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from pyld import jsonld
+from pyld import jsonld, nquads
 
 from verify.errors import MalformedInput, UndefinedTerm, UnknownContext
 
@@ -32,6 +32,7 @@ CONTEXT_FILES: Mapping[str, str] = {
     "https://www.w3.org/ns/credentials/v2": "credentials-v2.jsonld",
     "https://www.w3.org/ns/credentials/examples/v2": "credentials-examples-v2.jsonld",
     "https://www.w3.org/ns/credentials/undefined-terms/v2": "credentials-undefined-terms-v2.jsonld",
+    "https://w3id.org/tenure/v1": "tenure-v1.jsonld",
 }
 
 Loader = Callable[[str, Any], dict[str, Any]]
@@ -42,7 +43,25 @@ Loader = Callable[[str, Any], dict[str, Any]]
 _pinned: dict[str, Any] = {}
 
 # What pyld's to_rdf accepts as an absolute IRI (pyld.jsonld._is_absolute_iri), or a blank node.
-_ABSOLUTE_IRI = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+\-.]*|_):\S*$")
+# N-Quads IRIREF also forbids <>"{}|^`\ and controls: refuse what canonical form would escape.
+_ABSOLUTE_IRI = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+\-.]*|_):[^\x00-\x20<>\"{}|^`\\]*$")
+
+# RDFC-1.0 canonical N-Quads escape \b \t \n \f \r \" \\ and write every other control
+# character as \uXXXX (uppercase hex); pyld 3.3 escapes only five and writes the rest raw, which
+# independent verifiers (rdf-canonize) hash differently. Its serializer looks `escape` up in its
+# module at call time, so replacing it there fixes canonicalization without forking pyld.
+_LITERAL_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+_LITERAL_ESCAPES |= {'"': '\\"', "\\": "\\\\"}
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f\x7f"\\]')
+
+
+def _escape_literal(value: str) -> str:
+    return _NEEDS_ESCAPE.sub(
+        lambda m: _LITERAL_ESCAPES.get(m.group(), f"\\u{ord(m.group()):04X}"), value
+    )
+
+
+nquads.escape = _escape_literal
 
 
 @cache
