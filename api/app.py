@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from math import ceil
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import BaseModel, ValidationError
 
 from api.log_routes import log_routes
-from api.responses import JSON, error_response, respond, unknown_response
+from api.responses import JSON, error_response, raw, respond, suite_of, unknown_response
 from api.schemas import (
     OPS,
     InputError,
@@ -28,10 +31,14 @@ from api.tenancy import ANONYMOUS, RateLimiter, Tenancy, high_entropy, mint_name
 from ledger.keyring import load_or_create_secret, record_keys, signing_keys
 from ledger.leases import Outcome
 from ledger.log import LogReader
+from ledger.provenance import Issuer
 from ledger.service import Answer, LeaseCall, LeaseService, Limits, StorageUnavailable, now_ms
+from ledger.signer import Signer
 from ledger.store import DB_NAME, connect, default_origin, open_db
 from verify.jcs import canonicalize
+from verify.receipt import verify_receipt as verify_document
 
+logger = logging.getLogger("tenure")
 CONFLICTS = frozenset(
     {Outcome.HELD, Outcome.LOST, Outcome.CONFLICT, Outcome.IDEMPOTENCY_CONFLICT}
     | {Outcome.NOT_ACTIVE}
@@ -58,7 +65,9 @@ async def read_body(request: Request, limit: int) -> bytes:
         if size > limit:
             raise InputError("too_large", f"body exceeds {limit} bytes", status=413)
         chunks.append(chunk)
-    return b"".join(chunks)
+    body = b"".join(chunks)
+    request.state.body = body
+    return body
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -69,6 +78,22 @@ def parse(model: type[M], body: bytes) -> M:
         return model.model_validate_json(body or b"{}")
     except ValidationError as error:
         raise input_error(error) from error
+
+
+def parse_json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError as error:
+        raise InputError("malformed_json", f"body is not JSON: {error}") from error
+
+
+def _entry_named_by(log: LogReader, document: Any) -> bytes | None:
+    """The server's own copy of the entry a saved response says it appended."""
+    try:
+        index = document["data"]["ledger"]["logIndex"]
+    except (KeyError, TypeError):
+        return None
+    return log.entry(index) if isinstance(index, int) and index >= 0 else None
 
 
 def status_of(answer: Answer) -> int:
@@ -85,6 +110,7 @@ def create_app(settings: Settings) -> FastAPI:
         keys = signing_keys(settings.keys_dir, now_ms())
         record_keys(conn, keys)
         app.state.log = LogReader(reader, settings.origin or default_origin(reader), keys[-1])
+        app.state.issuer = Issuer(Signer(keys[-1].private_key))
         limits = Limits(settings.ttl_max_seconds, settings.lifecycle_seconds)
         service = LeaseService(conn, load_or_create_secret(settings.keys_dir), limits)
         await service.start(settings.sweep_interval)
@@ -165,21 +191,25 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     limit = settings.complete_body_max_bytes
     if path_op is not None and path_op != "complete":
         limit = settings.body_max_bytes
-    raw = await read_body(request, limit)
-    body = parse(LeaseBody, raw)
+    suite_of(request)
+    raw_body = await read_body(request, limit)
+    body = parse(LeaseBody, raw_body)
     op = path_op or body.op
     if op is None:
         raise InputError("missing", "op is required in the body or the path", "op")
     if body.op is not None and body.op != op:
         raise InputError("invalid_value", f"op {body.op!r} contradicts the path", "op")
-    if op != "complete" and len(raw) > settings.body_max_bytes:
+    if op != "complete" and len(raw_body) > settings.body_max_bytes:
         raise InputError("too_large", f"body exceeds {settings.body_max_bytes} bytes", status=413)
     call = _call(body, op, _tenant(request, body.namespace, body.tenant_id), settings)
     answer = await _runtime(request).service.lease(call)
+    entry = answer.entry
+    if entry is None and answer.data.get("replayed"):
+        entry = request.app.state.log.entry(answer.data["ledger"]["logIndex"])
     headers = None
     if answer.outcome is Outcome.HELD:
         headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}
-    return respond(answer.data, status_of(answer), headers)
+    return respond(request, answer.data, status_of(answer), headers, entry)
 
 
 def _scope_tenant(request: Request, scope: str, body: ScopeBody | None) -> str:
@@ -201,11 +231,25 @@ def _routes(app: FastAPI, settings: Settings) -> None:
         headers = None
         if isinstance(error.__cause__, _RetryAfter):
             headers = {"Retry-After": str(max(1, ceil(error.__cause__.seconds)))}
-        return error_response(error, headers)
+        return error_response(request, error, headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_query(request: Request, error: RequestValidationError) -> Response:
+        first = error.errors()[0]
+        field = str(first["loc"][-1]) if first.get("loc") else None
+        refusal = InputError("invalid_value", f"{field}: {first['msg']}", field)
+        if request.url.path.startswith("/api/v1/log/"):
+            return raw({"data": {"status": "fail", "error": refusal.as_data()}}, 422)
+        return error_response(request, refusal)
+
+    @app.exception_handler(Exception)
+    async def crashed(request: Request, error: Exception) -> Response:
+        logger.exception("unhandled error on %s", request.url.path)
+        return unknown_response(request, "internal error; the outcome is unknown", 500)
 
     @app.exception_handler(StorageUnavailable)
     async def unavailable(request: Request, error: StorageUnavailable) -> Response:
-        return unknown_response(f"storage unavailable: {error}")
+        return unknown_response(request, f"storage unavailable: {error}")
 
     @app.post("/api/v1/lease", openapi_extra=lease_doc)
     async def lease(request: Request) -> Response:
@@ -224,7 +268,7 @@ def _routes(app: FastAPI, settings: Settings) -> None:
         """Mint a namespace: a 256-bit secret whose hash names a fresh tenant."""
         parse(NamespaceBody, await read_body(request, settings.body_max_bytes))
         data = {"status": "pass", "namespace": mint_namespace(), "entropyBits": 256}
-        return respond(data, 201)
+        return respond(request, data, 201)
 
     @app.get("/api/v1/scopes/{scope}")
     async def scope_packet(request: Request, scope: str) -> Response:
@@ -234,7 +278,7 @@ def _routes(app: FastAPI, settings: Settings) -> None:
         await service.durable(service.committer.barrier())
         held = service.scope_leases(tenant, scope)
         data = {"status": "pass", "scope": scope, "leases": held, "count": len(held)}
-        return respond(data | {"ledger": service.position().as_data()}, 200)
+        return respond(request, data | {"ledger": service.position().as_data()}, 200)
 
     @app.post("/api/v1/scopes/{scope}/release")
     async def scope_release(request: Request, scope: str) -> Response:
@@ -244,7 +288,7 @@ def _routes(app: FastAPI, settings: Settings) -> None:
         service = _runtime(request).service
         released = await service.release_scope(tenant, scope)
         data = {"status": "pass", "outcome": "RELEASED", "scope": scope, "releasedIds": released}
-        return respond(data | {"ledger": service.position().as_data()}, 200)
+        return respond(request, data | {"ledger": service.position().as_data()}, 200)
 
     @app.post("/api/v1/scopes/{scope}/heartbeat")
     async def scope_heartbeat(request: Request, scope: str) -> Response:
@@ -254,7 +298,16 @@ def _routes(app: FastAPI, settings: Settings) -> None:
             raise InputError("missing", "deadSeconds is required", "deadSeconds")
         tenant = _scope_tenant(request, scope, body)
         beat = await _runtime(request).service.heartbeat(tenant, scope, body.dead_seconds)
-        return respond({"status": "pass", "scope": scope, **beat}, 200)
+        return respond(request, {"status": "pass", "scope": scope, **beat}, 200)
+
+    @app.post("/api/v1/verify-provenance")
+    async def verify_provenance(request: Request) -> Response:
+        """Verify a saved response, a credential or a bundle; free and without side effects."""
+        document = parse_json(await read_body(request, settings.verify_body_max_bytes))
+        log: LogReader = request.app.state.log
+        trusted = {str(key["did"]) for key in log.keys()}  # noqa: SIM118
+        report = verify_document(document, trusted, entry=_entry_named_by(log, document))
+        return respond(request, report.as_data(), 200)
 
     @app.get("/healthz")
     async def healthz(request: Request) -> Response:
@@ -262,4 +315,4 @@ def _routes(app: FastAPI, settings: Settings) -> None:
         service = _runtime(request).service
         ok = service.healthy
         data = {"status": "pass" if ok else "unknown", "storage": "ok" if ok else "unavailable"}
-        return respond(data | {"ledger": service.position().as_data()}, 200 if ok else 503)
+        return raw({"data": data | {"ledger": service.position().as_data()}}, 200 if ok else 503)

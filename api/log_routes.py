@@ -12,6 +12,7 @@ from api.schemas import InputError
 from ledger.log import LogReader, OutOfRange
 from ledger.service import LeaseService, now_ms
 from verify.jsonld import bundled_contexts
+from verify.receipt import CONTEXTS, VC_CONTEXT
 
 NonNegative = Annotated[int, Query(ge=0)]
 
@@ -78,9 +79,6 @@ def log_routes(app: FastAPI) -> None:
     @app.get("/api/v1/contexts")
     async def contexts(request: Request) -> Response:
         """Every JSON-LD context the credentials use beyond the VC 2.0 base context."""
-        published = {
-            iri: doc
-            for iri, doc in bundled_contexts().items()
-            if iri != "https://www.w3.org/ns/credentials/v2"
-        }
+        bundled = bundled_contexts()
+        published = {iri: bundled[iri] for iri in CONTEXTS if iri != VC_CONTEXT}
         return raw(published)

@@ -1,16 +1,22 @@
-"""How every answer is written: `{"data": ...}` envelopes for lease, namespace and scope
-endpoints (DESIGN §3.3), plain JSON for the log endpoints (§3.4)."""
+"""How every answer is written: `{"data", "_provenance"}` envelopes for the lease, namespace
+and scope endpoints (DESIGN §3.3, §5), plain JSON for the log endpoints (§3.4)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from fastapi import Request
 from fastapi.responses import Response
 
 from api.schemas import InputError
+from ledger.entries import iso
+from ledger.provenance import Issuer, canonical_request
+from ledger.service import now_ms
+from verify.dataintegrity import JCS_SUITE, SUITES
 
 JSON = "application/json"
+PSEUDONYM_FIELDS = ("tenant", "resource", "holder")
 
 
 def dumps(value: Any) -> bytes:
@@ -21,14 +27,48 @@ def raw(value: Any, status: int = 200) -> Response:
     return Response(dumps(value), status, media_type=JSON)
 
 
-def respond(data: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> Response:
-    return Response(dumps({"data": data}), status, headers, media_type=JSON)
+def suite_of(request: Request) -> str:
+    """`Accept-Provenance` picks the cryptosuite; RDF canonicalization costs ~2 ms, so opt-in."""
+    asked = request.headers.get("accept-provenance")
+    if asked is None:
+        return JCS_SUITE
+    if asked.strip() not in SUITES:
+        message = f"Accept-Provenance must be one of {', '.join(SUITES)}"
+        raise InputError("invalid_value", message, "Accept-Provenance")
+    return asked.strip()
 
 
-def error_response(error: InputError, headers: dict[str, str] | None = None) -> Response:
-    return respond({"status": "fail", "error": error.as_data()}, error.status, headers)
+def respond(
+    request: Request,
+    data: dict[str, Any],
+    status: int,
+    headers: dict[str, str] | None = None,
+    entry: bytes | None = None,
+) -> Response:
+    """The envelope: `data` and a credential over it, its request and its ledger entry."""
+    issuer: Issuer = request.app.state.issuer
+    try:
+        suite = suite_of(request)
+    except InputError:
+        suite = JCS_SUITE  # the refusal of a bad Accept-Provenance is itself signed with jcs
+    body = getattr(request.state, "body", None)
+    canonical = canonical_request(request.method, request.url.path, body)
+    names = None
+    if entry is not None:
+        parsed = json.loads(entry)
+        names = {name: parsed[name] for name in PSEUDONYM_FIELDS}
+    credential = issuer.issue(data, canonical, entry, names, iso(now_ms()), suite)
+    envelope = {"data": data, "_provenance": credential}
+    return Response(dumps(envelope), status, headers, media_type=JSON)
 
 
-def unknown_response(message: str, status: int = 503) -> Response:
-    error = {"code": "storage_unavailable", "message": message}
-    return respond({"status": "unknown", "error": error}, status, {"Retry-After": "1"})
+def error_response(
+    request: Request, error: InputError, headers: dict[str, str] | None = None
+) -> Response:
+    data = {"status": "fail", "error": error.as_data()}
+    return respond(request, data, error.status, headers)
+
+
+def unknown_response(request: Request, message: str, status: int = 503) -> Response:
+    data = {"status": "unknown", "error": {"code": "storage_unavailable", "message": message}}
+    return respond(request, data, status, {"Retry-After": "1"})

@@ -22,3 +22,4 @@ class Settings(BaseSettings):
     sweep_interval: float = Field(default=0.1, gt=0)
     body_max_bytes: int = 16 * 1024
     complete_body_max_bytes: int = 40 * 1024
+    verify_body_max_bytes: int = 1024 * 1024

@@ -80,6 +80,10 @@ class LogReader:
             for idx, leaf in self.conn.execute(sql, (start, end))
         ]
 
+    def entry(self, index: int) -> bytes | None:
+        row = self.conn.execute("SELECT leaf FROM entries WHERE idx = ?", (index,)).fetchone()
+        return None if row is None else bytes(row[0])
+
     def inclusion(self, index: int, size: int) -> dict[str, Any]:
         self._check_size("treeSize", size, self.size())
         if not 0 <= index < size:

@@ -108,6 +108,8 @@ class Answer:
     data: dict[str, Any]
     outcome: Outcome
     fresh_grant: bool = False
+    entry: bytes | None = None
+    """The exact bytes of the ledger entry this call appended, if any."""
 
 
 @dataclass(slots=True)
@@ -285,9 +287,9 @@ class LeaseService:
         digest: bytes | None,
     ) -> tuple[Answer, asyncio.Future[None] | None]:
         """Record the decision's events, render the answer, queue the statements."""
-        ops, position = self._record(res, decision)
+        ops, position, entry = self._record(res, decision)
         data = self._render(call, res, decision, now, position)
-        answer = Answer(data, decision.outcome, fresh_grant=token is not None)
+        answer = Answer(data, decision.outcome, token is not None, entry)
         if digest is not None and decision.changed:
             ops.append(self._remember(call, digest, data, decision.outcome, now))
         if token is not None:
@@ -322,13 +324,16 @@ class LeaseService:
 
     # -- recording --------------------------------------------------------------------------
 
-    def _record(self, res: Resource, decision: Decision) -> tuple[list[Op], Position | None]:
+    def _record(
+        self, res: Resource, decision: Decision
+    ) -> tuple[list[Op], Position | None, bytes | None]:
+        """Append the decision's events to the tree; the statements that make them durable."""
         if not decision.events:
-            return [], None
+            return [], None, None
         self.resources[(res.tenant, res.name)] = res
         names = self._pseudonyms(res.tenant)
         ops: list[Op] = []
-        index, leaf = -1, b""
+        index, leaf, entry = -1, b"", b""
         for event in decision.events:
             index = self.tree.size
             if event.kind is EventKind.ACQUIRE:
@@ -342,7 +347,8 @@ class LeaseService:
             ops.append(_lease_op(res, event))
             self._track(res, event.lease, event.kind)
         ops.append(_resource_op(res))
-        return ops, Position(self.tree.size, b64(self.tree.root()), index, b64(leaf))
+        position = Position(self.tree.size, b64(self.tree.root()), index, b64(leaf))
+        return ops, position, entry
 
     def _result_digest(self, res: Resource, event: leases.Event) -> str | None:
         if event.kind is not EventKind.COMPLETE or res.completion is None:
@@ -486,7 +492,7 @@ class LeaseService:
             if res is None:
                 continue
             decision = Decision(Outcome.RELEASED, leases.expire(res, now))
-            ops, _ = self._record(res, decision)
+            ops = self._record(res, decision)[0]
             if ops:
                 self.committer.submit(ops)
                 self._serve_waiters((tenant, name))
