@@ -1,0 +1,77 @@
+"""What happens at the storage edge: a failed commit is never a success, the state survives a
+restart, and the server stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import pytest
+
+from ledger.service import LeaseCall, LeaseService, StorageUnavailable
+from ledger.state import load_state
+from ledger.store import open_db
+from tests.conftest import Server, lease, rid
+
+SECRET = b"s" * 32
+
+
+def acquire(resource: str, holder: str = "w") -> LeaseCall:
+    return LeaseCall(op="acquire", tenant="t", resource=resource, holder=holder)
+
+
+def test_failed_commit_answers_unknown_and_refuses_until_restart(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        conn = open_db(tmp_path)
+        service = LeaseService(conn, SECRET)
+        await service.start()
+        granted = await service.lease(acquire("a"))
+        assert granted.data["fencingToken"] == 1
+        conn.execute(
+            "CREATE TRIGGER disk_full BEFORE INSERT ON entries "
+            "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+        with pytest.raises(StorageUnavailable):
+            await service.lease(acquire("b"))
+        assert not service.healthy
+        with pytest.raises(StorageUnavailable):
+            await service.lease(acquire("c"))
+        await service.stop()
+        conn.execute("DROP TRIGGER disk_full")
+        state = load_state(conn)
+        assert set(state.resources) == {("t", "a")}  # nothing of the failed calls is on disk
+        assert state.tree.size == 1
+        conn.close()
+
+    asyncio.run(scenario())
+
+
+def test_state_and_tokens_survive_a_restart(tmp_path: Path) -> None:
+    async def run(resource: str) -> int:
+        conn = open_db(tmp_path)
+        service = LeaseService(conn, SECRET)
+        await service.start()
+        answer = await service.lease(acquire(resource, holder=rid()))
+        release = LeaseCall("release", "t", resource, owner_token=answer.data["ownerToken"])
+        await service.lease(release)
+        await service.stop()
+        conn.close()
+        return int(answer.data["fencingToken"])
+
+    assert [asyncio.run(run("r")) for _ in range(3)] == [1, 2, 3]
+
+
+def test_sigterm_stops_cleanly_and_keeps_every_event(fresh_server: Server) -> None:
+    fresh_server.start()
+    with fresh_server.client() as api:
+        r = rid()
+        lease(api, "acquire", resource=r, holder="w", ttlSeconds=600)
+        size = api.get("/healthz").json()["data"]["ledger"]["treeSize"]
+    # uvicorn finishes the shutdown, then re-raises SIGTERM so the exit status says why it ended.
+    assert fresh_server.stop(signal.SIGTERM) in (0, -signal.SIGTERM)
+    assert "Application shutdown complete" in fresh_server.log.read_text()
+    fresh_server.start()
+    with fresh_server.client() as api:
+        assert api.get("/healthz").json()["data"]["ledger"]["treeSize"] == size
+        assert lease(api, "acquire", resource=r, holder="x").status_code == 409
