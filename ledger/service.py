@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import heapq
 import json
@@ -150,6 +151,7 @@ class LeaseService:
         self._waiters: dict[Key, deque[_Waiter]] = {}
         self._committer: GroupCommitter | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self._recovery: asyncio.Task[None] | None = None
         self._load(load_state(self.conn))
 
     def _load(self, state: Committed) -> None:
@@ -203,7 +205,23 @@ class LeaseService:
         try:
             await future
         except StorageError as error:
+            if self._recovery is None or self._recovery.done():
+                self._recovery = asyncio.create_task(self._recover())
             raise StorageUnavailable(str(error)) from error
+
+    async def _recover(self) -> None:
+        """After a failed commit memory is ahead of the disk: once the writer has refused
+        everything queued, reload the durable state and accept writes again."""
+        committer = self._committer
+        assert committer is not None
+        with contextlib.suppress(StorageError):
+            await committer.submit([])  # resolves after every batch queued before it
+        for queue in self._waiters.values():
+            for waiter in queue:
+                waiter.future.cancel()
+        self._waiters.clear()
+        self._load(load_state(self.conn))
+        committer.reset()
 
     # -- lease operations -------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ def acquire(resource: str, holder: str = "w") -> LeaseCall:
     return LeaseCall(op="acquire", tenant="t", resource=resource, holder=holder)
 
 
-def test_failed_commit_answers_unknown_and_refuses_until_restart(tmp_path: Path) -> None:
+def test_failed_commit_answers_unknown_leaves_nothing_and_recovers(tmp_path: Path) -> None:
     async def scenario() -> None:
         conn = open_db(tmp_path)
         service = LeaseService(conn, SECRET)
@@ -34,14 +34,21 @@ def test_failed_commit_answers_unknown_and_refuses_until_restart(tmp_path: Path)
         )
         with pytest.raises(StorageUnavailable):
             await service.lease(acquire("b"))
-        assert not service.healthy
-        with pytest.raises(StorageUnavailable):
+        with pytest.raises(StorageUnavailable):  # still failing: refused, never a success
             await service.lease(acquire("c"))
-        await service.stop()
-        conn.execute("DROP TRIGGER disk_full")
         state = load_state(conn)
         assert set(state.resources) == {("t", "a")}  # nothing of the failed calls is on disk
         assert state.tree.size == 1
+        conn.execute("DROP TRIGGER disk_full")  # the disk recovers
+        for _ in range(100):
+            if service.healthy:
+                break
+            await asyncio.sleep(0.01)
+        again = await service.lease(acquire("a", holder="x"))
+        assert again.data["outcome"] == "HELD"  # the reloaded state still has a's lease
+        fresh = await service.lease(acquire("b"))
+        assert fresh.data["ledger"]["logIndex"] == 1  # no gap where the refused batch was
+        await service.stop()
         conn.close()
 
     asyncio.run(scenario())
