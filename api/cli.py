@@ -40,6 +40,17 @@ def _parser() -> argparse.ArgumentParser:
     create = apikey_actions.add_parser("create", help="print a new API key once; store its hash")
     create.add_argument("name", help="the tenant the key acts for")
     create.add_argument("--data", type=Path, default=Path("data"))
+    export = commands.add_parser("export", help="write the ledger as JSON Lines for `audit`")
+    export.add_argument("--data", type=Path, default=Path("data"), help="ledger folder")
+    export.add_argument("--out", type=Path, required=True, help="the export file to write")
+    audit = commands.add_parser(
+        "audit",
+        help="replay a ledger export: roots, signatures, lease invariants (DESIGN §6)",
+        epilog="Exit codes: 0 clean, 1 violations found, 2 bad usage or unreadable input.",
+    )
+    audit.add_argument("file", type=Path, help="a `tenure export` file")
+    audit.add_argument("--trust", action="append", metavar="DID", help="did:key to require")
+    audit.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
 
@@ -51,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         return _apikey(args)
     if args.command == "keys":
         return _keys(args)
+    if args.command == "export":
+        return _export(args)
+    if args.command == "audit":
+        return _audit(args)
     return 2
 
 
@@ -125,3 +140,50 @@ def _keys(args: argparse.Namespace) -> int:
     print(f"file: {active.path}")
     print(f"keys in folder: {len(keys)}")
     return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from ledger.export import export_ledger
+    from ledger.store import DB_NAME, open_db
+
+    if not (args.data / DB_NAME).is_file():
+        print(f"tenure: no ledger in {args.data}", file=sys.stderr)
+        return 2
+    conn = open_db(args.data)
+    try:
+        with args.out.open("w", encoding="utf-8") as out:
+            count = export_ledger(conn, out, lambda n: print(f"exported {n}", file=sys.stderr))
+    finally:
+        conn.close()
+    print(f"exported {count} entries to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    """Only the base install on this path: no FastAPI, no SQLite."""
+    import json
+
+    from verify.audit import audit, parse_lines
+    from verify.errors import MalformedInput
+
+    try:
+        with args.file.open("rb") as lines:
+            report = audit(
+                parse_lines(lines),
+                args.trust,
+                lambda n: print(f"audited {n} entries", file=sys.stderr),
+            )
+    except (OSError, MalformedInput) as e:
+        print(f"tenure: {args.file}: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report.as_data(), indent=2))
+    else:
+        for line in [*report.violations, *(f"warning: {w}" for w in report.warnings)]:
+            print(line)
+        verdict = "OK" if report.ok else f"{len(report.violations)} violations"
+        print(
+            f"{report.entries} entries, {report.checkpoints_verified}/{report.checkpoints}"
+            f" checkpoints verified, {report.keys} keys: {verdict}"
+        )
+    return 0 if report.ok else 1
