@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -16,7 +17,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import BaseModel, ValidationError
 
-from api.log_routes import log_routes
+from api.bundle_routes import bundle_routes
+from api.log_routes import checkpoint_forever, log_routes
 from api.responses import JSON, error_response, raw, respond, suite_of, unknown_response
 from api.schemas import (
     OPS,
@@ -35,8 +37,8 @@ from ledger.provenance import Issuer
 from ledger.service import Answer, LeaseCall, LeaseService, Limits, StorageUnavailable, now_ms
 from ledger.signer import Signer
 from ledger.store import DB_NAME, connect, default_origin, open_db
+from verify.bundle import verify_document
 from verify.jcs import canonicalize
-from verify.receipt import verify_receipt as verify_document
 
 logger = logging.getLogger("tenure")
 CONFLICTS = frozenset(
@@ -108,7 +110,7 @@ def create_app(settings: Settings) -> FastAPI:
         conn = open_db(settings.data_dir)
         reader = connect(settings.data_dir / DB_NAME)
         keys = signing_keys(settings.keys_dir, now_ms())
-        record_keys(conn, keys)
+        record_keys(conn, keys[-1], now_ms())
         app.state.log = LogReader(reader, settings.origin or default_origin(reader), keys[-1])
         app.state.issuer = Issuer(Signer(keys[-1].private_key))
         limits = Limits(settings.ttl_max_seconds, settings.lifecycle_seconds)
@@ -116,9 +118,13 @@ def create_app(settings: Settings) -> FastAPI:
         await service.start(settings.sweep_interval)
         tenancy = Tenancy(reader, settings.require_api_key, settings.allow_anonymous)
         app.state.runtime = Runtime(service, tenancy, RateLimiter(settings.rate_limit))
+        sealer = asyncio.create_task(
+            checkpoint_forever(app.state.log, service, settings.checkpoint_interval)
+        )
         try:
             yield
         finally:
+            sealer.cancel()
             await service.stop()
             reader.close()
             conn.close()
@@ -126,6 +132,7 @@ def create_app(settings: Settings) -> FastAPI:
     app = FastAPI(title="tenure", version="0.1.0", lifespan=lifespan)
     _routes(app, settings)
     log_routes(app)
+    bundle_routes(app)
     return app
 
 

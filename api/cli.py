@@ -27,6 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--rate-limit", type=float, default=10_000.0, help="requests/s per tenant")
     serve.add_argument("--ttl-max", type=int, default=3600, help="largest ttlSeconds (≤ 86400)")
     serve.add_argument("--lifecycle", type=int, default=86400, help="lifecycle in seconds")
+    serve.add_argument(
+        "--checkpoint-interval", type=float, default=10.0, help="seconds between checkpoints"
+    )
     serve.add_argument("--origin", help="checkpoint origin line (default: unique per log)")
     serve.add_argument("--log-level", default="info")
     keys = commands.add_parser("keys", help="show or rotate the signing key")
@@ -34,7 +37,6 @@ def _parser() -> argparse.ArgumentParser:
     for action, text in (("show", "print the active key"), ("rotate", "add a new signing key")):
         sub = key_actions.add_parser(action, help=text)
         sub.add_argument("--keys", type=Path, default=Path("keys"))
-        sub.add_argument("--data", type=Path, default=Path("data"))
     apikey = commands.add_parser("apikey", help="manage API keys")
     apikey_actions = apikey.add_subparsers(dest="action", required=True)
     create = apikey_actions.add_parser("create", help="print a new API key once; store its hash")
@@ -87,6 +89,7 @@ def _serve(args: argparse.Namespace) -> int:
         ttl_max_seconds=args.ttl_max,
         lifecycle_seconds=args.lifecycle,
         origin=args.origin,
+        checkpoint_interval=args.checkpoint_interval,
     )
     uvicorn.run(
         create_app(settings),
@@ -121,19 +124,14 @@ def _apikey(args: argparse.Namespace) -> int:
 def _keys(args: argparse.Namespace) -> int:
     import time
 
-    from ledger.keyring import create_signing_key, record_keys, signing_keys
-    from ledger.store import open_db
+    from ledger.keyring import create_signing_key, signing_keys
 
     now = time.time_ns() // 1_000_000
     keys = signing_keys(args.keys, now)
     if args.action == "rotate":
         keys.append(create_signing_key(args.keys, max(now, keys[-1].created_at + 1)))
-        conn = open_db(args.data)
-        try:
-            record_keys(conn, keys)
-        finally:
-            conn.close()
-        print("rotated; restart `tenure serve` to sign with the new key", file=sys.stderr)
+        message = "rotated: `tenure serve` signs with the new key from its next start, and"
+        print(f"{message} records the old key's validity end then", file=sys.stderr)
     active = keys[-1]
     print(f"did: {active.did}")
     print(f"publicKeyMultibase: {active.multikey}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Annotated
 
 from fastapi import FastAPI, Query, Request
@@ -9,8 +11,8 @@ from fastapi.responses import Response
 
 from api.responses import raw
 from api.schemas import InputError
-from ledger.log import LogReader, OutOfRange
-from ledger.service import LeaseService, now_ms
+from ledger.log import LogReader, OutOfRange, SignedCheckpoint
+from ledger.service import LeaseService, StorageUnavailable, now_ms
 from verify.jsonld import bundled_contexts
 from verify.receipt import CONTEXTS, VC_CONTEXT
 
@@ -27,6 +29,26 @@ def _service(request: Request) -> LeaseService:
     return service
 
 
+async def publish_checkpoint(log: LogReader, service: LeaseService) -> SignedCheckpoint:
+    """Sign a checkpoint of everything durable so far (or reuse the latest if the tree has not
+    grown) and store it durably before anyone sees it."""
+    await service.durable(service.committer.barrier())
+    signed, op = log.checkpoint(now_ms())
+    if op is not None:
+        await service.durable(service.committer.submit([op]))
+    return signed
+
+
+async def checkpoint_forever(log: LogReader, service: LeaseService, interval: float) -> None:
+    """Seal the log periodically, as transparency logs publish tree heads, so entries do not
+    wait for a reader to ask before a signed checkpoint covers them."""
+    while True:
+        await asyncio.sleep(interval)
+        if service.healthy:
+            with contextlib.suppress(StorageUnavailable):
+                await publish_checkpoint(log, service)
+
+
 def out_of_range(error: OutOfRange) -> InputError:
     return InputError("out_of_range", str(error), error.field, status=400)
 
@@ -35,11 +57,7 @@ def log_routes(app: FastAPI) -> None:
     @app.get("/api/v1/log/checkpoint")
     async def checkpoint(request: Request) -> Response:
         """The latest signed checkpoint (C2SP tlog-checkpoint in a signed note)."""
-        service = _service(request)
-        await service.durable(service.committer.barrier())
-        signed, op = _log(request).checkpoint(now_ms())
-        if op is not None:
-            await service.durable(service.committer.submit([op]))
+        signed = await publish_checkpoint(_log(request), _service(request))
         return raw(signed.as_data())
 
     @app.get("/api/v1/log/entries")

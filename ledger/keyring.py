@@ -93,15 +93,20 @@ def signing_keys(keys_dir: Path, now_ms: int) -> list[SigningKey]:
     return keys or [create_signing_key(keys_dir, now_ms)]
 
 
-def record_keys(conn: sqlite3.Connection, keys: list[SigningKey]) -> None:
-    """Every public key ever used, with its validity period, also lives in the ledger database."""
-    ends = [later.created_at for later in keys[1:]] + [None]
+def record_keys(conn: sqlite3.Connection, active: SigningKey, now_ms: int) -> None:
+    """Every public key ever used, with its validity period, also lives in the ledger database.
+
+    Called when the server starts signing with ``active``: a key is valid from the first start
+    that used it until the first start that used a newer one, which is exactly when it signed.
+    """
     conn.execute("BEGIN IMMEDIATE")
-    for key, until in zip(keys, ends, strict=True):
-        conn.execute(
-            "INSERT INTO signing_keys(did, public_key, multikey, valid_from, valid_until)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT(did) DO UPDATE SET valid_until ="
-            " coalesce(signing_keys.valid_until, excluded.valid_until)",
-            (key.did, key.public_bytes, key.multikey, key.created_at, until),
-        )
+    conn.execute(
+        "UPDATE signing_keys SET valid_until = ? WHERE valid_until IS NULL AND did != ?",
+        (now_ms, active.did),
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO signing_keys(did, public_key, multikey, valid_from, valid_until)"
+        " VALUES (?, ?, ?, ?, NULL)",
+        (active.did, active.public_bytes, active.multikey, now_ms),
+    )
     conn.execute("COMMIT")

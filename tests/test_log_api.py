@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import base64
 import random
+import sqlite3
 import subprocess
 import sys
+import time
 
 import httpx
 import pytest
@@ -202,8 +204,6 @@ def test_rotated_key_keeps_old_key_listed(fresh_server: Server) -> None:
         "rotate",
         "--keys",
         str(keys_dir),
-        "--data",
-        str(fresh_server.data),
     ]
     subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
     assert all(path.stat().st_mode & 0o777 == 0o600 for path in keys_dir.iterdir())
@@ -213,3 +213,16 @@ def test_rotated_key_keeps_old_key_listed(fresh_server: Server) -> None:
     assert len(old) == 1 and len(keys) == 2
     assert keys[0]["did"] == old[0]["did"] and keys[0]["validUntil"] is not None
     assert keys[1]["active"] and keys[1]["validUntil"] is None
+
+
+def test_the_server_seals_new_entries_under_a_checkpoint_by_itself(fresh_server: Server) -> None:
+    fresh_server.args = ["--checkpoint-interval", "0.2"]
+    fresh_server.start()
+    with fresh_server.client() as api:
+        make_events(api, 3)
+        size = api.get("/healthz").json()["data"]["ledger"]["treeSize"]
+        time.sleep(0.8)  # the server's own timer must fire; no request asks for a checkpoint
+    db = sqlite3.connect(f"file:{fresh_server.data / 'tenure.db'}?mode=ro", uri=True)
+    sealed = db.execute("SELECT max(tree_size) FROM checkpoints").fetchone()[0]
+    db.close()
+    assert sealed == size

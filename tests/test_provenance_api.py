@@ -157,8 +157,6 @@ def test_rotated_key_still_verifies_old_receipts(fresh_server: Server) -> None:
         "rotate",
         "--keys",
         str(keys_dir),
-        "--data",
-        str(fresh_server.data),
     ]
     subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
     fresh_server.start()

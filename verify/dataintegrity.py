@@ -29,7 +29,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from verify import jcs
 from verify.errors import MalformedInput, SignatureError, VerificationError
-from verify.jsonld import canonicalize_rdfc
 from verify.multikey import multibase_decode, resolve_did_key
 
 JCS_SUITE = "eddsa-jcs-2022"
@@ -105,6 +104,10 @@ def canonical_bytes(
     if cryptosuite == JCS_SUITE:
         return jcs.canonicalize(document)
     if cryptosuite == RDFC_SUITE:
+        # Imported here: pyld (with aiohttp, ssl, lxml) costs ~55 ms to import, and a jcs-only
+        # verification never needs it.
+        from verify.jsonld import canonicalize_rdfc
+
         return canonicalize_rdfc(document, extra_contexts).encode("utf-8")
     raise MalformedInput(f"unknown cryptosuite {cryptosuite!r}; expected one of {SUITES}")
 

@@ -57,9 +57,14 @@ def canonical_data(data: Mapping[str, Any]) -> bytes:
     return canonicalize({k: v for k, v in data.items() if k not in SECRET_DATA_FIELDS})
 
 
+def ledger_of(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    ledger = data.get("ledger")
+    return ledger if isinstance(ledger, Mapping) else {}
+
+
 def state_bytes(data: Mapping[str, Any]) -> bytes:
     """What the ledger assertion hashes when the answer appended no entry."""
-    ledger = data.get("ledger") or {}
+    ledger = ledger_of(data)
     return canonicalize({"treeSize": ledger.get("treeSize"), "rootHash": ledger.get("rootHash")})
 
 
@@ -183,9 +188,12 @@ def _check_manifest(
     if hashes is None:
         return
     if data is not None:
-        _compare(report, LABEL_DATA, hashes, canonical_data(data))
-        if LABEL_STATE in hashes:
-            _compare(report, LABEL_STATE, hashes, state_bytes(data))
+        try:
+            _compare(report, LABEL_DATA, hashes, canonical_data(data))
+            if LABEL_STATE in hashes:
+                _compare(report, LABEL_STATE, hashes, state_bytes(data))
+        except VerificationError as error:  # e.g. an integer beyond I-JSON's range
+            report.add(f"manifest:{LABEL_DATA}", False, f"data cannot be canonicalized: {error}")
     if request is not None:
         _compare(report, LABEL_REQUEST, hashes, request)
     if entry is not None:
@@ -196,7 +204,7 @@ def _check_manifest(
 
 def _check_leaf(report: Report, data: dict[str, Any], entry: bytes) -> None:
     """The entry is the one the answer's ledger position names (RFC 9162 leaf hash)."""
-    declared = (data.get("ledger") or {}).get("leafHash")
+    declared = ledger_of(data).get("leafHash")
     computed = base64.b64encode(leaf_hash(entry)).decode()
     ok = declared == computed
     detail = "entry hashes to data.ledger.leafHash" if ok else f"leaf {computed} != {declared}"

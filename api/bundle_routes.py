@@ -1,0 +1,44 @@
+"""The route of DESIGN §3.4 that hands out offline receipt bundles (§6, docs/bundle-format.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import FastAPI, Path, Query, Request
+from fastapi.responses import Response
+
+from api.log_routes import out_of_range, publish_checkpoint
+from api.responses import raw, suite_of
+from ledger.bundle import build_bundle
+from ledger.entries import iso
+from ledger.log import OutOfRange
+from ledger.provenance import Issuer, canonical_request
+from ledger.service import now_ms
+
+TreeSize = Annotated[int | None, Query(alias="treeSize", ge=1)]
+
+
+def bundle_routes(app: FastAPI) -> None:
+    @app.get("/api/v1/log/bundle/{index}")
+    async def bundle(
+        request: Request, index: Annotated[int, Path(ge=0)], tree_size: TreeSize = None
+    ) -> Response:
+        """An offline receipt bundle for entry `index`; `treeSize` picks an earlier checkpoint."""
+        suite = suite_of(request)
+        latest = await publish_checkpoint(request.app.state.log, request.app.state.runtime.service)
+        issuer: Issuer = request.app.state.issuer
+        canonical = canonical_request(request.method, request.url.path, None)
+        try:
+            built = build_bundle(
+                request.app.state.log,
+                issuer,
+                index,
+                latest,
+                tree_size,
+                canonical,
+                iso(now_ms()),
+                suite,
+            )
+        except OutOfRange as error:
+            raise out_of_range(error) from error
+        return raw(built)

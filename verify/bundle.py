@@ -1,0 +1,466 @@
+"""Verifying an offline receipt bundle (DESIGN §6; the format is docs/bundle-format.md).
+
+A bundle is self-contained JSON: a receipt, the exact bytes of the ledger entry it names, an
+RFC 9162 inclusion proof of that entry into a signed C2SP checkpoint, the public keys needed,
+and optionally a consistency proof from that checkpoint to a later signed one. Checks, each
+reported with its outcome (STYLE 8), beyond those of ``verify.receipt`` (run with the bundle's
+entry bytes, so the manifest's ``tenure.ledger.entry`` assertion is recomputed):
+
+- ``bundle:format``: the versioned ``type`` and every section has its shape;
+- ``keys``: each listed key is a well-formed did:key and is trusted (or, with no trusted keys
+  given, the bundle's own keys are used, and the report says so);
+- ``entry``: the entry's RFC 9162 leaf hash is the receipt's ``ledger.leafHash`` and the entry
+  sits at the index the receipt and the proof name;
+- ``checkpoint``: the C2SP signed note verifies under a trusted key named after its origin, and
+  its tlog-checkpoint body is the origin, size and root the JSON states;
+- ``inclusion``: the audit path leads from the entry to the checkpoint's root (§2.1.3.2);
+- ``consistency`` (if present): the later checkpoint's note verifies and the consistency proof
+  leads from the checkpoint to it (§2.1.4.2).
+
+Pure: no I/O, no clock. ``verify_document`` is what the CLI and ``POST /verify-provenance`` call.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from verify.errors import MalformedInput, VerificationError
+from verify.multikey import DID_KEY_PREFIX, public_key_from_did, public_key_from_multibase
+from verify.note import key_id, parse_checkpoint, parse_note, verify_note
+from verify.receipt import Check, ReceiptError, Report, verify_receipt
+from verify.rfc9162 import leaf_hash, verify_consistency, verify_inclusion
+
+__all__ = [
+    "BUNDLE_TYPE",
+    "BundleError",
+    "MalformedBundle",
+    "check_bundle",
+    "is_bundle",
+    "verify_bundle",
+    "verify_document",
+]
+
+BUNDLE_TYPE = "tenure-receipt-bundle/v1"
+_TYPE_PREFIX = "tenure-receipt-bundle/"
+
+
+class MalformedBundle(MalformedInput):
+    """A bundle section is missing or has the wrong shape."""
+
+
+class BundleError(ReceiptError):
+    """A bundle check failed; ``check`` names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SignedCheckpointJSON:
+    """A checkpoint section: what the JSON states, and the signed note that must agree."""
+
+    origin: str
+    tree_size: int
+    root_hash: bytes
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class InclusionProof:
+    index: int
+    tree_size: int
+    hashes: tuple[bytes, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsistencyProof:
+    first: int
+    second: int
+    hashes: tuple[bytes, ...]
+    checkpoint: SignedCheckpointJSON
+
+
+@dataclass(frozen=True, slots=True)
+class ListedKey:
+    did: str
+    multibase: str
+    valid_from: str | None
+    valid_until: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Bundle:
+    receipt: dict[str, Any]
+    entry: bytes
+    inclusion: InclusionProof
+    checkpoint: SignedCheckpointJSON
+    keys: tuple[ListedKey, ...]
+    consistency: ConsistencyProof | None
+
+
+# Note verification keys: did -> raw Ed25519 public key (signed-note §Ed25519 wants raw bytes).
+NoteKeys = dict[str, bytes]
+
+
+def is_bundle(document: Any) -> bool:
+    """A bundle of any version (a later version then fails ``bundle:format``, naming it)."""
+    kind = document.get("type") if isinstance(document, dict) else None
+    return isinstance(kind, str) and kind.startswith(_TYPE_PREFIX)
+
+
+def verify_document(
+    document: Any,
+    trusted: Collection[str] | None,
+    request: bytes | None = None,
+    entry: bytes | None = None,
+) -> Report:
+    """Verify a bundle, or else a saved response or bare credential (``verify_receipt``)."""
+    if is_bundle(document):
+        return verify_bundle(document, trusted)
+    return _receipt_report(document, trusted, request, entry)
+
+
+def _receipt_report(
+    document: Any,
+    trusted: Collection[str] | None,
+    request: bytes | None = None,
+    entry: bytes | None = None,
+) -> Report:
+    """``verify_receipt``, whose hashing can still raise on JSON that RFC 8785 cannot represent
+    (an integer beyond 2**53, say): that is a failed ``format`` check, not a crash."""
+    try:
+        return verify_receipt(document, trusted, request, entry)
+    except VerificationError as error:
+        return Report([Check("format", False, str(error))])
+
+
+def check_bundle(bundle: Any, trusted: Collection[str] | None) -> None:
+    """The raising variant: BundleError naming the first failed check."""
+    for check in verify_bundle(bundle, trusted).checks:
+        if not check.ok:
+            raise BundleError(check.name, check.detail)
+
+
+def verify_bundle(bundle: Any, trusted: Collection[str] | None) -> Report:
+    """Every check of a bundle. ``trusted``: the did:keys to accept; None uses the bundle's own."""
+    report = Report()
+    try:
+        parsed = parse_bundle(bundle)
+    except MalformedInput as error:
+        report.add("bundle:format", False, str(error))
+        return report
+    report.add("bundle:format", True, BUNDLE_TYPE)
+    note_keys = _check_keys(report, parsed, trusted)
+    receipt_trust = set(note_keys) if trusted is None else trusted
+    report.checks += _receipt_report(parsed.receipt, receipt_trust, entry=parsed.entry).checks
+    _run(report, "entry", lambda: _entry(parsed))
+    _run(report, "checkpoint", lambda: _checkpoint(parsed.checkpoint, note_keys, _issuer(parsed)))
+    _run(report, "inclusion", lambda: _inclusion(parsed))
+    if parsed.consistency is not None:
+        consistency = parsed.consistency
+        _run(report, "consistency", lambda: _consistency(parsed, consistency, note_keys))
+    return report
+
+
+def _run(report: Report, name: str, check: Callable[[], str]) -> bool:
+    """Record one check: its detail when it returns, the error when it raises."""
+    try:
+        detail = check()
+    except VerificationError as error:
+        return report.add(name, False, str(error))
+    return report.add(name, True, detail)
+
+
+# --- keys and trust ---------------------------------------------------------------------------
+
+
+def _check_keys(report: Report, bundle: Bundle, trusted: Collection[str] | None) -> NoteKeys:
+    """Which keys may sign the checkpoints: the bundle's own, or the trusted ones."""
+    try:
+        listed = {key.did: _listed_key(key, bundle.receipt) for key in bundle.keys}
+    except VerificationError as error:
+        report.add("keys", False, str(error))
+        return {}
+    if trusted is None:
+        dids = ", ".join(listed) or "none"
+        report.add("keys", bool(listed), f"trusted key from the bundle itself: {dids}")
+        return listed
+    untrusted = [did for did in listed if did not in trusted]
+    detail = f"not trusted: {', '.join(untrusted)}" if untrusted else "every listed key is trusted"
+    report.add("keys", not untrusted, detail)
+    return _decode_trusted(trusted)
+
+
+def _listed_key(key: ListedKey, receipt: Mapping[str, Any]) -> bytes:
+    """The raw key of a listed did:key, checking it against its multikey and validity period."""
+    if key.did != DID_KEY_PREFIX + key.multibase:
+        raise MalformedBundle(f"key {key.did} does not match its publicKeyMultibase")
+    raw = _raw(public_key_from_multibase(key.multibase))
+    credential = receipt.get("_provenance", receipt)
+    if isinstance(credential, dict) and credential.get("issuer") == key.did:
+        _check_validity(key, credential.get("validFrom"))
+    return raw
+
+
+def _check_validity(key: ListedKey, issued: Any) -> None:
+    """A receipt is issued within its key's validity period (DESIGN §5: keys rotate)."""
+    when = _instant(issued, "receipt validFrom")
+    start = _instant(key.valid_from, "key validFrom") if key.valid_from else None
+    end = _instant(key.valid_until, "key validUntil") if key.valid_until else None
+    if (start is not None and when < start) or (end is not None and when > end):
+        period = f"{key.valid_from} .. {key.valid_until or 'now'}"
+        raise VerificationError(f"receipt issued at {issued}, outside {key.did}'s period {period}")
+
+
+def _decode_trusted(trusted: Collection[str]) -> NoteKeys:
+    keys: NoteKeys = {}
+    for did in trusted:
+        try:
+            keys[did] = _raw(public_key_from_did(did))
+        except MalformedInput:
+            continue  # a trusted entry that is no did:key can sign no note
+    return keys
+
+
+def _raw(key: Ed25519PublicKey) -> bytes:
+    return key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def _issuer(bundle: Bundle) -> str | None:
+    credential = bundle.receipt.get("_provenance", bundle.receipt)
+    issuer = credential.get("issuer") if isinstance(credential, dict) else None
+    return issuer if isinstance(issuer, str) else None
+
+
+# --- entry, checkpoint, inclusion, consistency ---------------------------------------------
+
+
+def _entry(bundle: Bundle) -> str:
+    """The entry is the leaf the receipt names, at the index the proof proves."""
+    ledger = _receipt_ledger(bundle.receipt)
+    computed = base64.b64encode(leaf_hash(bundle.entry)).decode()
+    if computed != ledger.get("leafHash"):
+        raise VerificationError(f"leaf hash {computed} != receipt's {ledger.get('leafHash')}")
+    index = bundle.inclusion.index
+    if ledger.get("logIndex") != index:
+        raise VerificationError(f"receipt logIndex {ledger.get('logIndex')} != proof {index}")
+    stated = _entry_index(bundle.entry)
+    if stated is not None and stated != index:
+        raise VerificationError(f"entry says index {stated}, the proof {index}")
+    return f"entry {index} hashes to the receipt's leafHash {computed}"
+
+
+def _receipt_ledger(receipt: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The ledger position the receipt states: in ``data``, or in a bare credential's subject."""
+    data = receipt.get("data")
+    if not isinstance(data, dict):
+        subject = receipt.get("credentialSubject")
+        data = subject if isinstance(subject, dict) else {}
+    ledger = data.get("ledger")
+    if not isinstance(ledger, dict):
+        raise VerificationError("the receipt states no ledger position")
+    return ledger
+
+
+def _entry_index(entry: bytes) -> int | None:
+    try:
+        parsed = json.loads(entry)
+    except ValueError as error:
+        raise VerificationError("entry bytes are not JSON (DESIGN §4: JCS)") from error
+    index = parsed.get("index") if isinstance(parsed, dict) else None
+    return index if isinstance(index, int) else None
+
+
+def _checkpoint(cp: SignedCheckpointJSON, keys: NoteKeys, prefer: str | None) -> str:
+    """The note is signed by a trusted key and its body states what the JSON does."""
+    signer, text = _open_note(cp, keys, prefer)
+    body = parse_checkpoint(text)
+    if (body.origin, body.size, body.root_hash) != (cp.origin, cp.tree_size, cp.root_hash):
+        stated = f"{cp.origin} {cp.tree_size} {_b64(cp.root_hash)}"
+        signed = f"{body.origin} {body.size} {_b64(body.root_hash)}"
+        raise VerificationError(f"JSON states {stated}, the signed note {signed}")
+    return f"{cp.origin} size {cp.tree_size} root {_b64(cp.root_hash)} signed by {signer}"
+
+
+def _open_note(cp: SignedCheckpointJSON, keys: NoteKeys, prefer: str | None) -> tuple[str, str]:
+    """(signer did, note text) for the first key whose signed-note key ID signs the note."""
+    signatures = parse_note(cp.note).signatures
+    ordered = sorted(keys.items(), key=lambda item: item[0] != prefer)
+    for did, public in ordered:
+        kid = key_id(cp.origin, public)
+        if any((sig.name, sig.key_id) == (cp.origin, kid) for sig in signatures):
+            return did, verify_note(cp.note, cp.origin, public)
+    raise VerificationError(f"no trusted key signs the note as {cp.origin!r}")
+
+
+def _inclusion(bundle: Bundle) -> str:
+    """RFC 9162 §2.1.3.2: the audit path leads from the entry's leaf to the checkpoint root."""
+    proof, cp = bundle.inclusion, bundle.checkpoint
+    if proof.tree_size != cp.tree_size:
+        raise VerificationError(f"proof treeSize {proof.tree_size} != checkpoint {cp.tree_size}")
+    leaf = leaf_hash(bundle.entry)
+    verify_inclusion(proof.index, proof.tree_size, leaf, proof.hashes, cp.root_hash)
+    _same_root(_receipt_ledger(bundle.receipt), cp)
+    return f"entry {proof.index} is in the tree of size {cp.tree_size}"
+
+
+def _same_root(ledger: Mapping[str, Any], cp: SignedCheckpointJSON) -> None:
+    """A receipt stating the root at the checkpoint's size must state the same root (§4)."""
+    if ledger.get("treeSize") == cp.tree_size and ledger.get("rootHash") != _b64(cp.root_hash):
+        raise VerificationError(f"receipt root at size {cp.tree_size} differs from checkpoint's")
+
+
+def _consistency(bundle: Bundle, proof: ConsistencyProof, keys: NoteKeys) -> str:
+    """RFC 9162 §2.1.4.2: the later signed checkpoint extends the one the entry is proven in."""
+    first, later = bundle.checkpoint, proof.checkpoint
+    if (proof.first, proof.second) != (first.tree_size, later.tree_size):
+        sizes = f"{first.tree_size} -> {later.tree_size}"
+        raise VerificationError(f"proof is {proof.first} -> {proof.second}, checkpoints {sizes}")
+    if later.origin != first.origin:
+        raise VerificationError(f"later checkpoint is of another log: {later.origin!r}")
+    signed = _checkpoint(later, keys, None)
+    verify_consistency(
+        first.tree_size, later.tree_size, first.root_hash, later.root_hash, proof.hashes
+    )
+    return f"extends to {signed}"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+# --- parsing (bundle:format) ------------------------------------------------------------------
+
+
+def parse_bundle(document: Any) -> Bundle:
+    """The typed sections of a bundle; MalformedBundle naming the first bad field."""
+    if not isinstance(document, dict):
+        raise MalformedBundle("a bundle is a JSON object")
+    if document.get("type") != BUNDLE_TYPE:
+        raise MalformedBundle(f"type {document.get('type')!r} is not {BUNDLE_TYPE!r}")
+    consistency = document.get("consistency")
+    return Bundle(
+        receipt=_receipt_of(_object(document, "receipt")),
+        entry=_bytes(document, "entry"),
+        inclusion=_inclusion_of(_object(document, "inclusion")),
+        checkpoint=_checkpoint_of(_object(document, "checkpoint"), "checkpoint"),
+        keys=_keys_of(document.get("keys")),
+        consistency=None if consistency is None else _consistency_of(consistency),
+    )
+
+
+def _receipt_of(receipt: dict[str, Any]) -> dict[str, Any]:
+    """A bundle's receipt must name the entry's position: ``ledger`` an object where stated."""
+    data = receipt.get("data", receipt.get("credentialSubject"))
+    if not isinstance(data, dict) or not isinstance(data.get("ledger"), dict):
+        raise MalformedBundle("receipt.data.ledger must be an object naming the entry")
+    return receipt
+
+
+def _inclusion_of(section: dict[str, Any]) -> InclusionProof:
+    return InclusionProof(
+        _int(section, "index", "inclusion"),
+        _int(section, "treeSize", "inclusion"),
+        _hashes(section, "inclusion"),
+    )
+
+
+def _checkpoint_of(section: dict[str, Any], where: str) -> SignedCheckpointJSON:
+    return SignedCheckpointJSON(
+        _str(section, "origin", where),
+        _int(section, "treeSize", where),
+        _bytes(section, "rootHash", where),
+        _str(section, "note", where),
+    )
+
+
+def _consistency_of(section: Any) -> ConsistencyProof:
+    if not isinstance(section, dict):
+        raise MalformedBundle("consistency must be an object")
+    return ConsistencyProof(
+        _int(section, "first", "consistency"),
+        _int(section, "second", "consistency"),
+        _hashes(section, "consistency"),
+        _checkpoint_of(_object(section, "checkpoint", "consistency"), "consistency.checkpoint"),
+    )
+
+
+def _keys_of(value: Any) -> tuple[ListedKey, ...]:
+    if not isinstance(value, list) or not all(isinstance(key, dict) for key in value):
+        raise MalformedBundle("keys must be a list of objects")
+    return tuple(
+        ListedKey(
+            _str(key, "did", "keys[]"),
+            _str(key, "publicKeyMultibase", "keys[]"),
+            _optional_str(key, "validFrom"),
+            _optional_str(key, "validUntil"),
+        )
+        for key in value
+    )
+
+
+def _object(section: Mapping[str, Any], name: str, where: str = "bundle") -> dict[str, Any]:
+    value = section.get(name)
+    if not isinstance(value, dict):
+        raise MalformedBundle(f"{where}.{name} must be an object")
+    return value
+
+
+def _int(section: Mapping[str, Any], name: str, where: str) -> int:
+    value = section.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise MalformedBundle(f"{where}.{name} must be a non-negative integer")
+    return value
+
+
+def _str(section: Mapping[str, Any], name: str, where: str) -> str:
+    value = section.get(name)
+    if not isinstance(value, str) or not _is_utf8(value):
+        raise MalformedBundle(f"{where}.{name} must be a (UTF-8) string")
+    return value
+
+
+def _optional_str(section: Mapping[str, Any], name: str) -> str | None:
+    return None if section.get(name) is None else _str(section, name, "keys[]")
+
+
+def _is_utf8(value: str) -> bool:
+    """JSON's \\ud800 escapes decode to lone surrogates, which no signed byte string holds."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _bytes(section: Mapping[str, Any], name: str, where: str = "bundle") -> bytes:
+    return _decode(_str(section, name, where), f"{where}.{name}")
+
+
+def _hashes(section: Mapping[str, Any], where: str) -> tuple[bytes, ...]:
+    value = section.get("hashes")
+    if not isinstance(value, list) or not all(isinstance(h, str) for h in value):
+        raise MalformedBundle(f"{where}.hashes must be a list of base64 strings")
+    return tuple(_decode(h, f"{where}.hashes[{i}]") for i, h in enumerate(value))
+
+
+def _decode(value: str, what: str) -> bytes:
+    """Strict standard base64 (RFC 4648 §4), as the server writes it."""
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise MalformedBundle(f"{what} is not base64") from error
+
+
+def _instant(value: Any, what: str) -> datetime:
+    try:
+        instant = datetime.fromisoformat(str(value))
+    except ValueError as error:
+        raise MalformedBundle(f"{what} {value!r} is not an ISO 8601 time") from error
+    return instant if instant.tzinfo else instant.replace(tzinfo=UTC)  # tenure writes UTC

@@ -1,0 +1,181 @@
+"""``verify-provenance``: check saved responses, credentials and bundles offline (DESIGN §6).
+
+Reads the files named, and nothing else: no socket, no server storage. Only ``verify/``, the
+standard library, cryptography, rfc8785 and pyld are imported, so it runs where FastAPI and
+SQLite are not installed (tests/test_verifier_offline.py holds it to that).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from verify.bundle import is_bundle, verify_document
+from verify.errors import MalformedInput
+from verify.multikey import public_key_from_did
+from verify.receipt import Report
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+TRUST_HINT = (
+    "no trusted key was given: pass --trust did:key:… (the server's key) or --keys keyring.json "
+    "(the JSON of GET /api/v1/keys)"
+)
+EPILOG = """\
+Without --trust or --keys, a bundle is checked against the keys it lists itself (the report
+says so), and a bare response or credential fails its issuer check.
+
+exit codes:
+  0  every file passes every check
+  1  some check failed (each failed check is named, with the reason)
+  2  bad usage, or a file (or the keyring) cannot be read or is not JSON
+"""
+
+
+class UsageError(Exception):
+    """Bad arguments, or input that cannot be read or parsed (exit 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One file's verdict: its report, or why it could not be read."""
+
+    path: str
+    kind: str
+    report: Report | None
+    error: str | None = None
+
+    def as_data(self) -> dict[str, Any]:
+        if self.report is None:
+            return {"file": self.path, "status": "error", "error": self.error}
+        return {"file": self.path, "kind": self.kind, **self.report.as_data()}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse would sys.exit(2); main returns it
+        raise UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="verify-provenance",
+        description="Verify tenure receipts (saved responses, credentials) and receipt bundles "
+        "offline: signatures, manifest hashes, ledger inclusion and checkpoints.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="JSON files ('-' for stdin)")
+    trust = parser.add_mutually_exclusive_group()
+    trust.add_argument(
+        "--trust", action="append", metavar="DID", help="a trusted did:key (repeatable)"
+    )
+    trust.add_argument("--keys", metavar="KEYRING", help="trust the keys of a GET /api/v1/keys")
+    parser.add_argument("--json", action="store_true", help="one JSON object per file")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the verifier; the exit code is the documented one (see ``--help``)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+        trusted = _trusted(args.trust, args.keys)
+    except UsageError as error:
+        parser.print_usage(sys.stderr)
+        print(f"verify-provenance: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as done:  # --help
+        return done.code if isinstance(done.code, int) else EXIT_PASS
+    outcomes = [_verify_file(path, trusted) for path in args.files]
+    _print(outcomes, trusted is None, args.json, _stdout())
+    return _exit_code(outcomes)
+
+
+def _trusted(dids: list[str] | None, keyring: str | None) -> frozenset[str] | None:
+    if keyring is not None:
+        dids = _keyring_dids(_load(keyring, "keyring"))
+    if dids is None:
+        return None
+    for did in dids:
+        try:
+            public_key_from_did(did)
+        except MalformedInput as error:
+            raise UsageError(f"{did!r} is not an Ed25519 did:key: {error}") from error
+    return frozenset(dids)
+
+
+def _keyring_dids(keyring: Any) -> list[str]:
+    """The dids of ``{"keys": [{"did": …}, …]}`` (GET /api/v1/keys), or of a bare list."""
+    keys = keyring.get("keys") if isinstance(keyring, dict) else keyring
+    if not isinstance(keys, list) or not all(isinstance(k, dict) for k in keys):
+        raise UsageError('the keyring must be {"keys": [{"did": …}, …]}, as GET /api/v1/keys')
+    dids = [key.get("did") for key in keys]
+    if not dids or not all(isinstance(did, str) for did in dids):
+        raise UsageError("every key in the keyring needs a did")
+    return [str(did) for did in dids]
+
+
+def _load(path: str, what: str) -> Any:
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read {what} {path}: {error}") from error
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise UsageError(f"{what} {path} is not JSON: {error}") from error
+
+
+def _verify_file(path: str, trusted: Collection[str] | None) -> Outcome:
+    try:
+        document = _load(path, "file")
+    except UsageError as error:
+        return Outcome(path, "unreadable", None, str(error))
+    kind = "bundle" if is_bundle(document) else "receipt"
+    return Outcome(path, kind, verify_document(document, trusted))
+
+
+def _exit_code(outcomes: Sequence[Outcome]) -> int:
+    if any(outcome.report is None for outcome in outcomes):
+        return EXIT_USAGE
+    return EXIT_PASS if all(o.report is not None and o.report.ok for o in outcomes) else EXIT_FAIL
+
+
+def _print(outcomes: Sequence[Outcome], untrusted: bool, as_json: bool, out: TextIO) -> None:
+    for outcome in outcomes:
+        if as_json:
+            print(json.dumps(outcome.as_data(), ensure_ascii=False), file=out)
+        else:
+            out.write(_text(outcome, untrusted))
+
+
+def _text(outcome: Outcome, untrusted: bool) -> str:
+    """One ✓/✗ line per check under a heading naming the file and its verdict."""
+    if outcome.report is None:
+        return f"{outcome.path}: ERROR {outcome.error}\n"
+    report = outcome.report
+    lines = [f"{outcome.path}: {outcome.kind} {'PASS' if report.ok else 'FAIL'}"]
+    for check in report.checks:
+        lines.append(f"  {'✓' if check.ok else '✗'} {check.name}: {check.detail}")
+    failed = [check.name for check in report.checks if not check.ok]
+    if failed:
+        lines.append(f"  failed: {', '.join(failed)}")
+    if untrusted and "issuer" in failed:
+        lines.append(f"  hint: {TRUST_HINT}")
+    return "\n".join(lines) + "\n"
+
+
+def _stdout() -> TextIO:
+    """stdout, writing what its encoding cannot (✓ on an ASCII terminal) as '?'."""
+    out = sys.stdout
+    if isinstance(out, io.TextIOWrapper):
+        out.reconfigure(errors="replace")
+    return out
