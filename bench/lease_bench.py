@@ -51,8 +51,8 @@ class Tally:
 class Connection:
     """One keep-alive HTTP/1.1 connection speaking just enough of the protocol."""
 
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
+    def __init__(self, host: str, port: int, extra: str = "") -> None:
+        self.host, self.port, self.extra = host, port, extra
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
@@ -66,7 +66,7 @@ class Connection:
         assert self.reader is not None and self.writer is not None
         head = (
             f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n{self.extra}\r\n"
         )
         self.writer.write(head.encode() + body)
         status_line = await self.reader.readuntil(b"\r\n")
@@ -86,12 +86,14 @@ class Connection:
                 await self.writer.wait_closed()
 
 
-async def cycle_forever(host: str, port: int, start: float, end: float, tally: Tally) -> None:
+async def cycle_forever(
+    host: str, port: int, start: float, end: float, tally: Tally, extra: str
+) -> None:
     """acquire→release on a resource of this connection's own until `end`; count after `start`."""
     resource = f"bench-{secrets.token_hex(16)}"
     holder = f"bench-{secrets.token_hex(4)}"
     acquire = json.dumps({"resource": resource, "holder": holder, "ttlSeconds": 30}).encode()
-    conn = Connection(host, port)
+    conn = Connection(host, port, extra)
     await conn.open()
     clock = time.perf_counter_ns
     try:
@@ -138,12 +140,14 @@ def pct(values: list[int], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1e6
 
 
-async def run(host: str, port: int, n: int, warmup: float, duration: float) -> Tally:
+async def run(
+    host: str, port: int, n: int, warmup: float, duration: float, extra: str = ""
+) -> Tally:
     tally = Tally()
     now = time.perf_counter_ns()
     start = now + int(warmup * 1e9)
     end = start + int(duration * 1e9)
-    await asyncio.gather(*(cycle_forever(host, port, start, end, tally) for _ in range(n)))
+    await asyncio.gather(*(cycle_forever(host, port, start, end, tally, extra) for _ in range(n)))
     return tally
 
 
@@ -165,6 +169,9 @@ def report(
     if server is not None:
         line += f", server {server:.2f}s ({server / wall:.0%})"
     print(line + "  [100% = one core]")
+    if server is not None and tally.cycles:
+        events = 2 * tally.cycles * wall / duration  # warm-up ran at the same rate
+        print(f"  server CPU per lease event  {server / events * 1e6:7.0f} µs (budget ~300 µs)")
     if tally.errors:
         print(f"  errors           {tally.errors}")
 
@@ -203,6 +210,15 @@ def main() -> int:
     parser.add_argument(
         "--tmp", help="where the started server keeps its ledger (default: $TMPDIR)"
     )
+    parser.add_argument(
+        "--provenance",
+        help="send Accept-Provenance with this cryptosuite (default: the server's, eddsa-jcs-2022)",
+    )
+    parser.add_argument(
+        "--checkout",
+        default=str(ROOT),
+        help="run the server from another checkout of tenure (to compare revisions)",
+    )
     args = parser.parse_args()
     counts = [int(n) for n in args.connections.split(",")]
 
@@ -217,7 +233,7 @@ def main() -> int:
         cmd = [sys.executable, "-m", "api", "serve", "--port", str(port)]
         cmd += ["--data", f"{scratch.name}/data", "--keys", f"{scratch.name}/keys"]
         cmd += ["--rate-limit", "1000000", "--log-level", args.server_log_level]
-        process = subprocess.Popen(cmd, cwd=ROOT)
+        process = subprocess.Popen(cmd, cwd=args.checkout)
         wait_ready(url, process)
     split = urlsplit(url)
     host, port = split.hostname or "127.0.0.1", split.port or 80
@@ -229,14 +245,15 @@ def main() -> int:
         new_loop = uvloop.new_event_loop
     except ImportError:
         loop_name, new_loop = "asyncio", asyncio.new_event_loop
-    where = f"own server, ledger in {scratch.name}" if scratch else url
+    extra = f"Accept-Provenance: {args.provenance}\r\n" if args.provenance else ""
+    where = f"own server from {args.checkout}, ledger in {scratch.name}" if scratch else url
     print(f"tenure lease bench: {where}, client loop {loop_name}, {os.cpu_count()} CPUs")
     try:
         for n in counts:
             server_pid = process.pid if process else None
             wall0, cpu0, srv0 = time.perf_counter(), time.process_time(), cpu_seconds(server_pid)
             with asyncio.Runner(loop_factory=new_loop) as runner:
-                tally = runner.run(run(host, port, n, args.warmup, args.duration))
+                tally = runner.run(run(host, port, n, args.warmup, args.duration, extra))
             wall, client_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
             srv1 = cpu_seconds(server_pid)
             server_cpu = None if srv0 is None or srv1 is None else srv1 - srv0
