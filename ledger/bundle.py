@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ledger.log import LogReader, OutOfRange, SignedCheckpoint, b64
+from ledger.entries import b64
+from ledger.log import LogReader, OutOfRange, SignedCheckpoint
 from ledger.provenance import Issuer
 from verify.bundle import BUNDLE_TYPE
 from verify.rfc9162 import leaf_hash

@@ -9,7 +9,7 @@ pseudonyms back to names. The format is versioned by ``v``; see docs/decisions/0
 
 from __future__ import annotations
 
-import hashlib
+import base64
 import hmac
 import time
 from dataclasses import dataclass
@@ -27,8 +27,9 @@ def iso(ms: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
 
 
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+def b64(data: bytes) -> str:
+    """Standard base64, the encoding of every hash in answers, proofs and checkpoints."""
+    return base64.b64encode(data).decode()
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ around this module implements them on top of these functions.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -227,14 +228,14 @@ def _grant(resource: Resource, args: AcquireArgs, now: int) -> Decision:
 def renew(
     resource: Resource, owner_digest: bytes, fencing_token: int | None, ttl_ms: int, now: int
 ) -> Decision:
-    expired = expire(resource, now)
-    lease = find_owner(resource, owner_digest)
-    if lease is None:
-        decision = Decision(Outcome.LOST, witnesses=[_w("owner", reason="no live lease")])
-    else:
-        decision = _renew(resource, lease, fencing_token, ttl_ms, now)
-    decision.events[:0] = expired
-    return decision
+    return _as_owner(
+        resource,
+        owner_digest,
+        fencing_token,
+        now,
+        Outcome.LOST,
+        lambda lease: _renew(resource, lease, None, ttl_ms, now),
+    )
 
 
 def _renew(
@@ -252,31 +253,46 @@ def _renew(
 def release(
     resource: Resource, owner_digest: bytes, fencing_token: int | None, now: int
 ) -> Decision:
-    expired = expire(resource, now)
-    lease = find_owner(resource, owner_digest)
-    if lease is None:
-        decision = Decision(Outcome.NOT_ACTIVE, witnesses=[_w("owner", reason="no live lease")])
-    elif fencing_token is not None and fencing_token != lease.fencing_token:
-        decision = Decision(Outcome.LOST, witnesses=[_w("fencing", reason="token mismatch")])
-    else:
-        decision = _end(resource, lease, EventKind.RELEASE, now)
-    decision.events[:0] = expired
-    return decision
+    return _as_owner(
+        resource,
+        owner_digest,
+        fencing_token,
+        now,
+        Outcome.NOT_ACTIVE,  # rule 6: from the caller's view its lease is no longer live
+        lambda lease: _end(resource, lease, EventKind.RELEASE, now),
+    )
 
 
 def complete(
     resource: Resource, owner_digest: bytes, fencing_token: int | None, result: Any, now: int
 ) -> Decision:
-    expired = expire(resource, now)
-    lease = find_owner(resource, owner_digest)
-    if lease is None:
-        decision = Decision(Outcome.LOST, witnesses=[_w("owner", reason="no live lease")])
-    elif fencing_token is not None and fencing_token != lease.fencing_token:
-        decision = Decision(Outcome.LOST, witnesses=[_w("fencing", reason="token mismatch")])
-    else:
+    def finish(lease: Lease) -> Decision:
         resource.completion = Completion(result, now, resource.fingerprint)
         decision = _end(resource, lease, EventKind.COMPLETE, now)
         decision.outcome = Outcome.COMPLETED
+        return decision
+
+    return _as_owner(resource, owner_digest, fencing_token, now, Outcome.LOST, finish)
+
+
+def _as_owner(
+    resource: Resource,
+    owner_digest: bytes,
+    fencing_token: int | None,
+    now: int,
+    missing: Outcome,
+    act: Callable[[Lease], Decision],
+) -> Decision:
+    """Rules 3 and 7 for every owner operation: record expiries, then act only for the live
+    lease the owner digest (and fencing token, if given) names."""
+    expired = expire(resource, now)
+    lease = find_owner(resource, owner_digest)
+    if lease is None:
+        decision = Decision(missing, witnesses=[_w("owner", reason="no live lease")])
+    elif fencing_token is not None and fencing_token != lease.fencing_token:
+        decision = Decision(Outcome.LOST, witnesses=[_w("fencing", reason="token mismatch")])
+    else:
+        decision = act(lease)
     decision.events[:0] = expired
     return decision
 

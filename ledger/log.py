@@ -7,14 +7,13 @@ checkpoint never covers an entry the disk might lose. Every query costs O(log n)
 
 from __future__ import annotations
 
-import base64
 import json
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from ledger.checkpoint import checkpoint_body, sign_note
-from ledger.entries import iso
+from ledger.entries import b64, iso
 from ledger.keyring import SigningKey
 from ledger.merkle import consistency_proof, inclusion_proof, root_at
 from ledger.state import node_getter, tree_size
@@ -29,10 +28,6 @@ class OutOfRange(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
-
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from typing import Any
 
 from ledger import leases
 from ledger.answers import Position, redact, render
-from ledger.entries import Pseudonyms, encode_entry, iso
+from ledger.entries import Pseudonyms, b64, encode_entry, iso
 from ledger.leases import Decision, EventKind, Outcome, Resource
 from ledger.merkle import CompactRange
 from ledger.state import Committed, load_state
@@ -45,10 +45,6 @@ FREEING = frozenset(
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
 
 
 def owner_digest(token: str) -> bytes:

@@ -87,6 +87,11 @@ class Server:
             self.stop()
         return self.start()
 
+    def rotate_keys(self) -> None:
+        """`tenure keys rotate` on this server's keys folder (takes effect at the next start)."""
+        cmd = [sys.executable, "-m", "api", "keys", "rotate", "--keys", str(self.root / "keys")]
+        subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
+
     def client(self, **headers: str) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 

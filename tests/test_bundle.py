@@ -327,16 +327,7 @@ def test_bundle_across_a_key_rotation(fresh_server: Server, tmp_path: Path) -> N
         old = api.get("/api/v1/log/checkpoint").json()
         saved = save(tmp_path / "keyring-old.json", api.get("/api/v1/keys").json())
     fresh_server.stop()
-    rotate = [
-        sys.executable,
-        "-m",
-        "api",
-        "keys",
-        "rotate",
-        "--keys",
-        str(fresh_server.root / "keys"),
-    ]
-    subprocess.run(rotate, cwd=ROOT, check=True, capture_output=True)
+    fresh_server.rotate_keys()
     fresh_server.start()
     with fresh_server.client() as api:
         events(api, 2)

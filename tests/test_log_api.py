@@ -6,15 +6,13 @@ from __future__ import annotations
 import base64
 import random
 import sqlite3
-import subprocess
-import sys
 import time
 
 import httpx
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from tests.conftest import ROOT, Server, lease, rid
+from tests.conftest import Server, lease, rid
 from verify.errors import VerificationError
 from verify.multikey import public_key_from_multibase
 from verify.note import parse_checkpoint, verify_note
@@ -196,16 +194,7 @@ def test_rotated_key_keeps_old_key_listed(fresh_server: Server) -> None:
         old = api.get("/api/v1/keys").json()["keys"]
     fresh_server.stop()
     keys_dir = fresh_server.root / "keys"
-    cmd = [
-        sys.executable,
-        "-m",
-        "api",
-        "keys",
-        "rotate",
-        "--keys",
-        str(keys_dir),
-    ]
-    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
+    fresh_server.rotate_keys()
     assert all(path.stat().st_mode & 0o777 == 0o600 for path in keys_dir.iterdir())
     fresh_server.start()
     with fresh_server.client() as api:

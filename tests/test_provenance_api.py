@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import ROOT, Server, rid
+from tests.conftest import Server, rid
 from tests.interop_util import node_available, run_node_verifier
 from verify.receipt import verify_receipt
 
@@ -148,17 +146,7 @@ def test_rotated_key_still_verifies_old_receipts(fresh_server: Server) -> None:
     with fresh_server.client() as api:
         old = sample_responses(api)[0]
     fresh_server.stop()
-    keys_dir = fresh_server.root / "keys"
-    cmd = [
-        sys.executable,
-        "-m",
-        "api",
-        "keys",
-        "rotate",
-        "--keys",
-        str(keys_dir),
-    ]
-    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
+    fresh_server.rotate_keys()
     fresh_server.start()
     with fresh_server.client() as api:
         new = sample_responses(api)[0]
