@@ -7,7 +7,7 @@ py=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$py" -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e '.[server,test]'
 if [ -f tests/interop/package.json ] && command -v npm >/dev/null 2>&1; then
-  (cd tests/interop && npm install --silent --no-audit --no-fund >/dev/null)
+  (cd tests/interop && npm ci --silent --no-audit --no-fund >/dev/null)
 fi
 .venv/bin/ruff format --check .
 .venv/bin/ruff check .
