@@ -192,6 +192,7 @@ class LeaseService:
         if self._committer is None:
             raise StorageUnavailable("service not started")
         if self._committer.failure is not None:
+            self._start_recovery()
             raise StorageUnavailable(str(self._committer.failure))
         return self._committer
 
@@ -201,9 +202,21 @@ class LeaseService:
         try:
             await future
         except StorageError as error:
-            if self._recovery is None or self._recovery.done():
-                self._recovery = asyncio.create_task(self._recover())
+            self._start_recovery()
             raise StorageUnavailable(str(error)) from error
+
+    def _submit_unattended(self, ops: list[Op]) -> None:
+        """Queue statements nobody awaits (the sweeper's): a failure still starts recovery."""
+        future = self.committer.submit(ops)
+        future.add_done_callback(self._check_unattended)
+
+    def _check_unattended(self, future: asyncio.Future[None]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            self._start_recovery()
+
+    def _start_recovery(self) -> None:
+        if self._recovery is None or self._recovery.done():
+            self._recovery = asyncio.create_task(self._recover())
 
     async def _recover(self) -> None:
         """After a failed commit memory is ahead of the disk: once the writer has refused
@@ -395,6 +408,9 @@ class LeaseService:
         seconds = min(call.wait_seconds or 30, self.limits.wait_max_seconds)
         try:
             answer, pending = await asyncio.wait_for(asyncio.shield(waiter.future), seconds)
+        except asyncio.CancelledError:
+            self._drop_waiter(key, waiter)  # the caller is gone: do not grant it a slot later
+            raise
         except TimeoutError:
             self._drop_waiter(key, waiter)
             if not waiter.future.done():
@@ -470,6 +486,7 @@ class LeaseService:
         self._deadmen.pop((tenant, scope), None)
         ops.append(("DELETE FROM scopes WHERE tenant = ? AND scope = ?", (tenant, scope)))
         pending = self.committer.submit(ops)
+        pending.add_done_callback(self._check_unattended)
         for name in {key[1] for key in self._waiters if key[0] == tenant}:
             self._serve_waiters((tenant, name))
         return released, pending
@@ -508,7 +525,7 @@ class LeaseService:
             decision = Decision(Outcome.RELEASED, leases.expire(res, now))
             ops = self._record(res, decision)[0]
             if ops:
-                self.committer.submit(ops)
+                self._submit_unattended(ops)
                 self._serve_waiters((tenant, name))
         for key, dead in list(self._deadmen.items()):
             if now - dead.last_beat >= dead.dead_ms:
@@ -522,7 +539,7 @@ class LeaseService:
             return
         for key in stale:
             del self._idempotency[key]
-        self.committer.submit([("DELETE FROM idempotency WHERE created_at < ?", (horizon,))])
+        self._submit_unattended([("DELETE FROM idempotency WHERE created_at < ?", (horizon,))])
 
 
 VERSIONS = {

@@ -82,3 +82,33 @@ def test_sigterm_stops_cleanly_and_keeps_every_event(fresh_server: Server) -> No
     with fresh_server.client() as api:
         assert api.get("/healthz").json()["data"]["ledger"]["treeSize"] == size
         assert lease(api, "acquire", resource=r, holder="x").status_code == 409
+
+
+def test_a_failed_sweep_recovers_and_records_the_expiry_again(tmp_path: Path) -> None:
+    now = [1_800_000_000_000]
+
+    async def scenario() -> None:
+        conn = open_db(tmp_path)
+        service = LeaseService(conn, SECRET, clock=lambda: now[0])
+        await service.start(sweep_interval=3600)  # the test drives the sweeper by hand
+        await service.lease(LeaseCall("acquire", "t", "r", holder="w", ttl_seconds=1))
+        conn.execute(
+            "CREATE TRIGGER disk_full BEFORE INSERT ON entries "
+            "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+        now[0] += 2000
+        service.sweep(now[0])  # nobody awaits this commit; its failure must still be noticed
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if service._recovery is not None and service._recovery.done():
+                break
+        conn.execute("DROP TRIGGER disk_full")
+        assert service.healthy
+        service.sweep(now[0])
+        await service.durable(service.committer.barrier())
+        kinds = [row[0] for row in conn.execute("SELECT json_extract(leaf, '$.kind') FROM entries")]
+        assert kinds == ["acquire", "expire"]
+        await service.stop()
+        conn.close()
+
+    asyncio.run(scenario())
