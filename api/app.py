@@ -31,11 +31,12 @@ from api.schemas import (
 )
 from api.settings import Settings
 from api.tenancy import ANONYMOUS, RateLimiter, Tenancy, high_entropy, mint_namespace
+from ledger.calls import Answer, LeaseCall, Limits, StorageUnavailable, now_ms
 from ledger.keyring import load_or_create_secret, record_keys, signing_keys
 from ledger.leases import Outcome
 from ledger.log import LogReader
 from ledger.provenance import Issuer
-from ledger.service import Answer, LeaseCall, LeaseService, Limits, StorageUnavailable, now_ms
+from ledger.service import LeaseService
 from ledger.signer import Signer
 from ledger.store import DB_NAME, connect, default_origin, open_db
 from verify.bundle import verify_document

@@ -10,10 +10,10 @@ from fastapi.responses import Response
 from api.log_routes import out_of_range, publish_checkpoint
 from api.responses import raw, suite_of
 from ledger.bundle import build_bundle
+from ledger.calls import now_ms
 from ledger.entries import iso
 from ledger.log import OutOfRange
 from ledger.provenance import Issuer, canonical_request
-from ledger.service import now_ms
 
 TreeSize = Annotated[int | None, Query(alias="treeSize", ge=1)]
 

@@ -11,8 +11,9 @@ from fastapi.responses import Response
 
 from api.responses import raw
 from api.schemas import InputError
+from ledger.calls import StorageUnavailable, now_ms
 from ledger.log import LogReader, OutOfRange, SignedCheckpoint
-from ledger.service import LeaseService, StorageUnavailable, now_ms
+from ledger.service import LeaseService
 from verify.jsonld import bundled_contexts
 from verify.receipt import CONTEXTS, VC_CONTEXT
 

@@ -10,9 +10,9 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from api.schemas import InputError
+from ledger.calls import now_ms
 from ledger.entries import iso
 from ledger.provenance import Issuer, canonical_request
-from ledger.service import now_ms
 from verify.dataintegrity import JCS_SUITE, SUITES
 
 JSON = "application/json"

@@ -12,101 +12,39 @@ first-come-first-served (rule 9), idempotent requestIds (rule 12), scopes and th
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import hashlib
 import heapq
 import json
 import random
-import secrets
 import sqlite3
-import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ledger import leases
-from ledger.answers import Position, redact, render
-from ledger.entries import Pseudonyms, b64, encode_entry, iso
+from ledger.answers import Position, lease_view, redact, render
+from ledger.calls import (
+    Answer,
+    LeaseCall,
+    Limits,
+    StorageUnavailable,
+    new_owner_token,
+    now_ms,
+    owner_digest,
+)
+from ledger.entries import iso
 from ledger.leases import Decision, EventKind, Outcome, Resource
-from ledger.merkle import CompactRange
+from ledger.recorder import Recorder
 from ledger.state import Committed, load_state
 from ledger.store import GroupCommitter, Op, StorageError
-from verify.jcs import canonicalize
-from verify.rfc9162 import leaf_hash
 
 Key = tuple[str, str]
 IDEMPOTENT_OPS = frozenset({"acquire", "wait", "renew", "release", "complete"})
 FREEING = frozenset(
     {EventKind.RELEASE, EventKind.EXPIRE, EventKind.COMPLETE, EventKind.SCOPE_RELEASE}
 )
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def owner_digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode()).digest()
-
-
-def new_owner_token() -> str:
-    """256 random bits (DESIGN §1), returned once and stored only as its SHA-256."""
-    return "own_" + base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    ttl_max_seconds: int = 3600
-    lifecycle_seconds: int = 86400
-    idempotency_seconds: int = 86400
-    wait_max_seconds: int = 60
-    result_max_bytes: int = 32 * 1024
-
-    def as_data(self) -> dict[str, int]:
-        return {
-            "ttlMaxSeconds": self.ttl_max_seconds,
-            "lifecycleSeconds": self.lifecycle_seconds,
-            "waitMaxSeconds": self.wait_max_seconds,
-            "resultMaxBytes": self.result_max_bytes,
-        }
-
-
-@dataclass(slots=True)
-class LeaseCall:
-    """One lease operation, validated by the edge (DESIGN §3.2)."""
-
-    op: str
-    tenant: str
-    resource: str
-    holder: str | None = None
-    ttl_seconds: int = 30
-    owner_token: str | None = None
-    fencing_token: int | None = None
-    capacity: int | None = None
-    wait_seconds: int | None = None
-    request_id: str | None = None
-    fingerprint: str | None = None
-    scope: str | None = None
-    result: Any = None
-
-    def digest(self) -> bytes:
-        """What 'the same input' means for rule 12: every field but the requestId."""
-        fields = asdict(self)
-        fields.pop("request_id")
-        if self.owner_token is not None:
-            fields["owner_token"] = owner_digest(self.owner_token).hex()
-        return hashlib.sha256(canonicalize(fields)).digest()
-
-
-@dataclass(slots=True)
-class Answer:
-    data: dict[str, Any]
-    outcome: Outcome
-    fresh_grant: bool = False
-    entry: bytes | None = None
-    """The exact bytes of the ledger entry this call appended, if any."""
 
 
 @dataclass(slots=True)
@@ -129,10 +67,6 @@ class _DeadMan:
     last_beat: int
 
 
-class StorageUnavailable(Exception):
-    """The ledger cannot be written: answer 503 with status unknown."""
-
-
 @dataclass
 class LeaseService:
     conn: sqlite3.Connection
@@ -143,7 +77,6 @@ class LeaseService:
 
     def __post_init__(self) -> None:
         self._base = {"deterministic": True, "limits": self.limits.as_data(), "versions": VERSIONS}
-        self._names: dict[str, Pseudonyms] = {}
         self._waiters: dict[Key, deque[_Waiter]] = {}
         self._committer: GroupCommitter | None = None
         self._sweeper: asyncio.Task[None] | None = None
@@ -157,7 +90,7 @@ class LeaseService:
             for key, (digest, data, created) in state.idempotency.items()
         }
         self._deadmen = {key: _DeadMan(d, b) for key, (d, b) in state.scopes.items()}
-        self.tree: CompactRange = state.tree
+        self.recorder = Recorder(state.tree, self.master_secret)
         self._expiries: list[tuple[int, str, str]] = []
         self._scopes: dict[Key, set[str]] = {}
         for res in self.resources.values():
@@ -347,46 +280,21 @@ class LeaseService:
         return sql, (key[0], key[1], digest, json.dumps(data), now)
 
     def position(self) -> Position:
-        return Position(self.tree.size, b64(self.tree.root()))
+        return self.recorder.position()
 
     # -- recording --------------------------------------------------------------------------
 
     def _record(
         self, res: Resource, decision: Decision
     ) -> tuple[list[Op], Position | None, bytes | None]:
-        """Append the decision's events to the tree; the statements that make them durable."""
+        """Append the decision's events to the ledger; the statements that make them durable."""
         if not decision.events:
             return [], None, None
         self.resources[(res.tenant, res.name)] = res
-        names = self._pseudonyms(res.tenant)
-        ops: list[Op] = []
-        index, leaf, entry = -1, b"", b""
+        recorded = self.recorder.record(res, decision)
         for event in decision.events:
-            index = self.tree.size
-            if event.kind is EventKind.ACQUIRE:
-                event.lease.lease_id = index
-            entry = encode_entry(index, event, names, res.name, self._result_digest(res, event))
-            leaf = leaf_hash(entry)
-            ops.append(("INSERT INTO entries(idx, leaf) VALUES (?, ?)", (index, entry)))
-            ops.extend(
-                ("INSERT INTO tree_nodes VALUES (?, ?, ?)", node) for node in self.tree.append(leaf)
-            )
-            ops.append(_lease_op(res, event))
             self._track(res, event.lease, event.kind)
-        ops.append(_resource_op(res))
-        position = Position(self.tree.size, b64(self.tree.root()), index, b64(leaf))
-        return ops, position, entry
-
-    def _result_digest(self, res: Resource, event: leases.Event) -> str | None:
-        if event.kind is not EventKind.COMPLETE or res.completion is None:
-            return None
-        return hashlib.sha256(canonicalize(res.completion.result)).hexdigest()
-
-    def _pseudonyms(self, tenant: str) -> Pseudonyms:
-        names = self._names.get(tenant)
-        if names is None:
-            names = self._names[tenant] = Pseudonyms.derive(self.master_secret, tenant)
-        return names
+        return recorded.ops, recorded.position, recorded.entry
 
     def _track(
         self, res: Resource, lease: leases.Lease, kind: EventKind = EventKind.ACQUIRE
@@ -463,7 +371,7 @@ class LeaseService:
             res = self.resources[(tenant, name)]
             for lease in res.leases:
                 if lease.scope == scope and lease.expires_at > now:
-                    found.append({"resource": name, "leaseId": lease.lease_id} | _view(lease))
+                    found.append({"resource": name, "leaseId": lease.lease_id} | lease_view(lease))
         return found
 
     async def release_scope(self, tenant: str, scope: str, trigger: str = "request") -> list[int]:
@@ -548,48 +456,3 @@ VERSIONS = {
     "entryFormat": 1,
     "merkle": "RFC 9162 SHA-256",
 }
-
-
-def _view(lease: leases.Lease) -> dict[str, Any]:
-    return {
-        "holder": lease.holder,
-        "fencingToken": lease.fencing_token,
-        "expiresAt": iso(lease.expires_at),
-    }
-
-
-def _lease_op(res: Resource, event: leases.Event) -> Op:
-    lease = event.lease
-    where = (res.tenant, res.name, lease.fencing_token)
-    if event.kind is EventKind.ACQUIRE:
-        row = (
-            *where,
-            lease.holder,
-            lease.owner_digest,
-            lease.expires_at,
-            lease.scope,
-            lease.lease_id,
-        )
-        return "INSERT INTO leases VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row
-    if event.kind is EventKind.RENEW:
-        return f"UPDATE leases SET expires_at = ? {_LEASE_KEY}", (lease.expires_at, *where)
-    return f"DELETE FROM leases {_LEASE_KEY}", where
-
-
-_LEASE_KEY = "WHERE tenant = ? AND resource = ? AND fencing_token = ?"
-
-
-def _resource_op(res: Resource) -> Op:
-    done = res.completion
-    row = (
-        res.tenant,
-        res.name,
-        res.capacity,
-        res.max_token,
-        res.lifecycle_end,
-        res.fingerprint,
-        None if done is None else json.dumps(done.result),
-        None if done is None else done.completed_at,
-        None if done is None else done.fingerprint,
-    )
-    return "INSERT OR REPLACE INTO resources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row

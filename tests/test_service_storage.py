@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.service import LeaseCall, LeaseService, StorageUnavailable
+from ledger.calls import LeaseCall, StorageUnavailable
+from ledger.service import LeaseService
 from ledger.state import load_state
 from ledger.store import open_db
 from tests.conftest import Server, lease, rid

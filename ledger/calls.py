@@ -1,0 +1,83 @@
+"""The lease service's request and answer types, and the secrets it draws (DESIGN §1, §3.2)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ledger.leases import Outcome
+from verify.jcs import canonicalize
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def owner_digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+def new_owner_token() -> str:
+    """256 random bits (DESIGN §1), returned once and stored only as its SHA-256."""
+    return "own_" + base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    ttl_max_seconds: int = 3600
+    lifecycle_seconds: int = 86400
+    idempotency_seconds: int = 86400
+    wait_max_seconds: int = 60
+    result_max_bytes: int = 32 * 1024
+
+    def as_data(self) -> dict[str, int]:
+        return {
+            "ttlMaxSeconds": self.ttl_max_seconds,
+            "lifecycleSeconds": self.lifecycle_seconds,
+            "waitMaxSeconds": self.wait_max_seconds,
+            "resultMaxBytes": self.result_max_bytes,
+        }
+
+
+@dataclass(slots=True)
+class LeaseCall:
+    """One lease operation, validated by the edge (DESIGN §3.2)."""
+
+    op: str
+    tenant: str
+    resource: str
+    holder: str | None = None
+    ttl_seconds: int = 30
+    owner_token: str | None = None
+    fencing_token: int | None = None
+    capacity: int | None = None
+    wait_seconds: int | None = None
+    request_id: str | None = None
+    fingerprint: str | None = None
+    scope: str | None = None
+    result: Any = None
+
+    def digest(self) -> bytes:
+        """What 'the same input' means for rule 12: every field but the requestId."""
+        fields = asdict(self)
+        fields.pop("request_id")
+        if self.owner_token is not None:
+            fields["owner_token"] = owner_digest(self.owner_token).hex()
+        return hashlib.sha256(canonicalize(fields)).digest()
+
+
+@dataclass(slots=True)
+class Answer:
+    data: dict[str, Any]
+    outcome: Outcome
+    fresh_grant: bool = False
+    entry: bytes | None = None
+    """The exact bytes of the ledger entry this call appended, if any."""
+
+
+class StorageUnavailable(Exception):
+    """The ledger cannot be written: answer 503 with status unknown."""
