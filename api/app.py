@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.bundle_routes import bundle_routes
 from api.log_routes import checkpoint_forever, log_routes
@@ -261,6 +262,12 @@ def _routes(app: FastAPI, settings: Settings) -> None:
         if request.url.path.startswith("/api/v1/log/"):
             return raw({"data": {"status": "fail", "error": refusal.as_data()}}, 422)
         return error_response(request, refusal)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
+        refusal = InputError(code, str(error.detail), status=error.status_code)
+        return raw({"data": {"status": "fail", "error": refusal.as_data()}}, error.status_code)
 
     @app.exception_handler(Exception)
     async def crashed(request: Request, error: Exception) -> Response:

@@ -146,3 +146,12 @@ def test_declared_oversize_is_refused_before_the_body_is_read(api: httpx.Client)
     chunks = (b"x" * 1024 for _ in range(100))
     streamed = api.post("/api/v1/lease/acquire", content=chunks)
     assert streamed.status_code == 413
+
+
+def test_unknown_path_and_method_answer_in_the_api_shape(api: httpx.Client) -> None:
+    missing = api.get("/api/v1/nothing-here")
+    assert missing.status_code == 404
+    assert missing.json()["data"]["error"]["code"] == "not_found"
+    wrong = api.get("/api/v1/lease/acquire")
+    assert wrong.status_code == 405
+    assert wrong.json()["data"]["error"]["code"] == "method_not_allowed"
