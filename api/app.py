@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from math import ceil
@@ -44,6 +45,7 @@ from verify.bundle import verify_document
 from verify.jcs import canonicalize
 
 logger = logging.getLogger("tenure")
+DISCONNECT_POLL_SECONDS = 0.25
 CONFLICTS = frozenset(
     {Outcome.HELD, Outcome.LOST, Outcome.CONFLICT, Outcome.IDEMPOTENCY_CONFLICT}
     | {Outcome.NOT_ACTIVE}
@@ -223,7 +225,11 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     if op != "complete" and len(raw_body) > settings.body_max_bytes:
         raise InputError("too_large", f"body exceeds {settings.body_max_bytes} bytes", status=413)
     call = _call(body, op, _tenant(request, body.namespace, body.tenant_id), settings)
-    answer = await _runtime(request).service.lease(call)
+    service = _runtime(request).service
+    if op == "wait" or call.wait_seconds is not None:
+        answer = await _unless_disconnected(request, service.lease(call))
+    else:
+        answer = await service.lease(call)
     entry = answer.entry
     if entry is None and answer.data.get("replayed"):
         entry = request.app.state.log.entry(answer.data["ledger"]["logIndex"])
@@ -231,6 +237,26 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     if answer.outcome is Outcome.HELD:
         headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}
     return respond(request, answer.data, status_of(answer), headers, entry)
+
+
+async def _unless_disconnected(request: Request, waiting: Awaitable[Answer]) -> Answer:
+    """Run a blocking wait, but give up (leaving the queue) if the caller hangs up: uvicorn
+    does not cancel a handler whose client is gone, and a slot granted to nobody would stay
+    blocked until its TTL ran out."""
+    task = asyncio.ensure_future(waiting)
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_SECONDS)
+        if done:
+            return task.result()
+        if await request.is_disconnected():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            raise ClientGone
+
+
+class ClientGone(Exception):
+    """The caller disconnected while waiting; nobody is left to answer."""
 
 
 def _scope_tenant(request: Request, scope: str, body: ScopeBody | None) -> str:
@@ -262,6 +288,10 @@ def _routes(app: FastAPI, settings: Settings) -> None:
         if request.url.path.startswith("/api/v1/log/"):
             return raw({"data": {"status": "fail", "error": refusal.as_data()}}, 422)
         return error_response(request, refusal)
+
+    @app.exception_handler(ClientGone)
+    async def gone(request: Request, error: ClientGone) -> Response:
+        return Response(status_code=499)  # nginx's "client closed request"; nobody reads it
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> Response:

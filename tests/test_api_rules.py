@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -201,3 +202,17 @@ def test_openapi_is_served(api: httpx.Client) -> None:
     spec = api.get("/openapi.json").json()
     assert spec["openapi"].startswith("3.1")
     assert "/api/v1/lease/{op}" in spec["paths"]
+
+
+def test_a_waiter_that_hangs_up_is_not_granted_the_slot(server: Server, api: httpx.Client) -> None:
+    r = rid()
+    first = acquire(api, r, "holder", ttlSeconds=30).json()["data"]
+    gone = httpx.Client(base_url=server.url, timeout=0.5)
+    with contextlib.suppress(httpx.TimeoutException):  # the client gives up and hangs up
+        lease(gone, "wait", resource=r, holder="gone", waitSeconds=30)
+    gone.close()
+    time.sleep(0.6)  # the server notices within its poll interval (0.25 s)
+    lease(api, "release", resource=r, ownerToken=first["ownerToken"])
+    successor = acquire(api, r, "present")
+    assert successor.status_code == 201, successor.json()["data"]
+    assert successor.json()["data"]["fencingToken"] == 2
