@@ -20,6 +20,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api import logs as access_log
 from api.bundle_routes import bundle_routes
 from api.log_routes import checkpoint_forever, log_routes
 from api.responses import JSON, error_response, raw, respond, suite_of, unknown_response
@@ -134,6 +135,7 @@ def create_app(settings: Settings) -> FastAPI:
         tenancy = Tenancy(reader, settings.require_api_key, settings.allow_anonymous)
         app.state.runtime = Runtime(service, tenancy, RateLimiter(settings.rate_limit))
         _tune_gc()
+        access_log.install()
         sealer = asyncio.create_task(
             checkpoint_forever(app.state.log, service, settings.checkpoint_interval)
         )
