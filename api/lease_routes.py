@@ -1,0 +1,139 @@
+"""The lease routes of DESIGN §3.2 and the namespace route of §3.1: thin over the service."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+
+from api.requests import caller_tenant, parse, read_body, runtime_of
+from api.responses import JSON, respond, suite_of
+from api.schemas import OPS, InputError, LeaseBody, NamespaceBody
+from api.settings import Settings
+from api.tenancy import ANONYMOUS, high_entropy, mint_namespace
+from ledger.calls import Answer, LeaseCall
+from ledger.leases import Outcome
+from verify.jcs import canonicalize
+
+DISCONNECT_POLL_SECONDS = 0.25
+CONFLICTS = frozenset(
+    {Outcome.HELD, Outcome.LOST, Outcome.CONFLICT, Outcome.IDEMPOTENCY_CONFLICT}
+    | {Outcome.NOT_ACTIVE}
+)
+
+
+def status_of(answer: Answer) -> int:
+    if answer.fresh_grant:
+        return 201
+    return 409 if answer.outcome in CONFLICTS else 200
+
+
+def _call(body: LeaseBody, op: str, tenant: str, settings: Settings) -> LeaseCall:
+    """Check what the schema cannot (per-op requirements, operator limits) and build the call."""
+    if op in ("acquire", "wait") and body.holder is None:
+        raise InputError("missing", f"holder is required for {op}", "holder")
+    if op in ("renew", "release", "complete") and body.owner_token is None:
+        raise InputError("missing", f"ownerToken is required for {op}", "ownerToken")
+    ttl = body.ttl_seconds or 30
+    if ttl > settings.ttl_max_seconds:
+        message = f"ttlSeconds must be 1..{settings.ttl_max_seconds}"
+        raise InputError("out_of_range", message, "ttlSeconds")
+    if body.wait_seconds is not None and op not in ("acquire", "wait"):
+        raise InputError("invalid_value", "waitSeconds applies to acquire and wait", "waitSeconds")
+    if "result" in body.model_fields_set and op != "complete":
+        raise InputError("invalid_value", "result applies to complete only", "result")
+    if op == "complete" and len(canonicalize(body.result)) > 32 * 1024:
+        raise InputError("too_large", "result exceeds 32 KiB of canonical JSON", "result", 413)
+    if tenant == ANONYMOUS and not high_entropy(body.resource):
+        message = "in the anonymous tenant a resource must be a random string of 32..200 chars"
+        raise InputError("low_entropy", message, "resource")
+    return LeaseCall(
+        op=op,
+        tenant=tenant,
+        resource=body.resource,
+        holder=body.holder,
+        ttl_seconds=ttl,
+        owner_token=body.owner_token,
+        fencing_token=body.fencing_token,
+        capacity=body.capacity,
+        wait_seconds=body.wait_seconds,
+        request_id=body.request_id,
+        fingerprint=body.fingerprint,
+        scope=body.scope,
+        result=body.result,
+    )
+
+
+async def _lease(request: Request, settings: Settings, path_op: str | None) -> Response:
+    limit = settings.complete_body_max_bytes
+    if path_op is not None and path_op != "complete":
+        limit = settings.body_max_bytes
+    suite_of(request)
+    raw_body = await read_body(request, limit)
+    body = parse(LeaseBody, raw_body)
+    op = path_op or body.op
+    if op is None:
+        raise InputError("missing", "op is required in the body or the path", "op")
+    if body.op is not None and body.op != op:
+        raise InputError("invalid_value", f"op {body.op!r} contradicts the path", "op")
+    if op != "complete" and len(raw_body) > settings.body_max_bytes:
+        raise InputError("too_large", f"body exceeds {settings.body_max_bytes} bytes", status=413)
+    call = _call(body, op, caller_tenant(request, body.namespace, body.tenant_id), settings)
+    service = runtime_of(request).service
+    if op == "wait" or call.wait_seconds is not None:
+        answer = await _unless_disconnected(request, service.lease(call))
+    else:
+        answer = await service.lease(call)
+    entry = answer.entry
+    if entry is None and answer.data.get("replayed"):
+        entry = request.app.state.log.entry(answer.data["ledger"]["logIndex"])
+    headers = None
+    if answer.outcome is Outcome.HELD:
+        headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}
+    return respond(request, answer.data, status_of(answer), headers, entry)
+
+
+async def _unless_disconnected(request: Request, waiting: Awaitable[Answer]) -> Answer:
+    """Run a blocking wait, but give up (leaving the queue) if the caller hangs up: uvicorn
+    does not cancel a handler whose client is gone, and a slot granted to nobody would stay
+    blocked until its TTL ran out."""
+    task = asyncio.ensure_future(waiting)
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_SECONDS)
+        if done:
+            return task.result()
+        if await request.is_disconnected():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            raise ClientGone
+
+
+class ClientGone(Exception):
+    """The caller disconnected while waiting; nobody is left to answer."""
+
+
+def lease_routes(app: FastAPI, settings: Settings) -> None:
+    lease_doc = {"requestBody": {"content": {JSON: {"schema": LeaseBody.model_json_schema()}}}}
+
+    @app.post("/api/v1/lease", openapi_extra=lease_doc)
+    async def lease(request: Request) -> Response:
+        """Run a lease operation named by the body's `op`."""
+        return await _lease(request, settings, None)
+
+    @app.post("/api/v1/lease/{op}", openapi_extra=lease_doc)
+    async def lease_op(request: Request, op: str) -> Response:
+        """Run the lease operation named in the path."""
+        if op not in OPS:
+            raise InputError("invalid_value", f"op must be one of {', '.join(OPS)}", "op")
+        return await _lease(request, settings, op)
+
+    @app.post("/api/v1/namespaces", status_code=201)
+    async def namespaces(request: Request) -> Response:
+        """Mint a namespace: a 256-bit secret whose hash names a fresh tenant."""
+        parse(NamespaceBody, await read_body(request, settings.body_max_bytes))
+        data = {"status": "pass", "namespace": mint_namespace(), "entropyBits": 256}
+        return respond(request, data, 201)

@@ -1,0 +1,55 @@
+"""The scope routes of DESIGN §2.13: resume packet, scope release, dead-man heartbeat."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+
+from api.requests import caller_tenant, parse, read_body, runtime_of
+from api.responses import respond
+from api.schemas import InputError, ScopeBody
+from api.settings import Settings
+from api.tenancy import ANONYMOUS, high_entropy
+
+
+def _scope_tenant(request: Request, scope: str, body: ScopeBody | None) -> str:
+    namespace = body.namespace if body else None
+    tenant = caller_tenant(request, namespace, body.tenant_id if body else None)
+    if len(scope) > 128 or not scope.isprintable():
+        raise InputError("out_of_range", "scope must be 1..128 printable characters", "scope")
+    if tenant == ANONYMOUS and not high_entropy(scope):
+        message = "in the anonymous tenant a scope must be a random string of 32..128 chars"
+        raise InputError("low_entropy", message, "scope")
+    return tenant
+
+
+def scope_routes(app: FastAPI, settings: Settings) -> None:
+    @app.get("/api/v1/scopes/{scope}")
+    async def scope_packet(request: Request, scope: str) -> Response:
+        """The resume packet: the caller's live leases in this scope."""
+        tenant = _scope_tenant(request, scope, None)
+        service = runtime_of(request).service
+        await service.durable(service.committer.barrier())
+        held = service.scope_leases(tenant, scope)
+        data = {"status": "pass", "scope": scope, "leases": held, "count": len(held)}
+        return respond(request, data | {"ledger": service.position().as_data()}, 200)
+
+    @app.post("/api/v1/scopes/{scope}/release")
+    async def scope_release(request: Request, scope: str) -> Response:
+        """Release every lease the caller holds in this scope."""
+        body = parse(ScopeBody, await read_body(request, settings.body_max_bytes))
+        tenant = _scope_tenant(request, scope, body)
+        service = runtime_of(request).service
+        released = await service.release_scope(tenant, scope)
+        data = {"status": "pass", "outcome": "RELEASED", "scope": scope, "releasedIds": released}
+        return respond(request, data | {"ledger": service.position().as_data()}, 200)
+
+    @app.post("/api/v1/scopes/{scope}/heartbeat")
+    async def scope_heartbeat(request: Request, scope: str) -> Response:
+        """Heartbeat the scope's dead-man switch (`deadSeconds` arms it, 0 disarms it)."""
+        body = parse(ScopeBody, await read_body(request, settings.body_max_bytes))
+        if body.dead_seconds is None:
+            raise InputError("missing", "deadSeconds is required", "deadSeconds")
+        tenant = _scope_tenant(request, scope, body)
+        beat = await runtime_of(request).service.heartbeat(tenant, scope, body.dead_seconds)
+        return respond(request, {"status": "pass", "scope": scope, **beat}, 200)
