@@ -184,4 +184,10 @@ def _audit(args: argparse.Namespace) -> int:
             f"{report.entries} entries, {report.checkpoints_verified}/{report.checkpoints}"
             f" checkpoints verified, {report.keys} keys: {verdict}"
         )
+        if not report.trusted:
+            print(
+                "note: checkpoints were checked against the keys the export lists itself;"
+                " pass --trust did:key:… (from GET /api/v1/keys) to pin the log's key",
+                file=sys.stderr,
+            )
     return 0 if report.ok else 1
