@@ -125,7 +125,12 @@ def _handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def crashed(request: Request, error: Exception) -> Response:
         logger.exception("unhandled error on %s", request.url.path)
-        return unknown_response(request, "internal error; the outcome is unknown", 500)
+        message = "internal error; the outcome is unknown"
+        try:
+            return unknown_response(request, message, 500)
+        except Exception:  # signing the answer failed too: still answer in the API's shape
+            data = {"status": "unknown", "error": {"code": "internal", "message": message}}
+            return raw({"data": data}, 500)
 
     @app.exception_handler(StorageUnavailable)
     async def unavailable(request: Request, error: StorageUnavailable) -> Response:

@@ -16,6 +16,7 @@ from api.settings import Settings
 from api.tenancy import ANONYMOUS, high_entropy, mint_namespace
 from ledger.calls import Answer, LeaseCall
 from ledger.leases import Outcome
+from verify.errors import VerificationError
 from verify.jcs import canonicalize
 
 DISCONNECT_POLL_SECONDS = 0.25
@@ -29,6 +30,14 @@ def status_of(answer: Answer) -> int:
     if answer.fresh_grant:
         return 201
     return 409 if answer.outcome in CONFLICTS else 200
+
+
+def _canonical_result(result: object) -> bytes:
+    try:
+        return canonicalize(result)
+    except VerificationError as error:
+        message = "result must be I-JSON: no NaN or Infinity, integers within ±(2**53 - 1)"
+        raise InputError("invalid_value", f"{message} ({error})", "result") from error
 
 
 def _call(body: LeaseBody, op: str, tenant: str, settings: Settings) -> LeaseCall:
@@ -45,7 +54,7 @@ def _call(body: LeaseBody, op: str, tenant: str, settings: Settings) -> LeaseCal
         raise InputError("invalid_value", "waitSeconds applies to acquire and wait", "waitSeconds")
     if "result" in body.model_fields_set and op != "complete":
         raise InputError("invalid_value", "result applies to complete only", "result")
-    if op == "complete" and len(canonicalize(body.result)) > 32 * 1024:
+    if op == "complete" and len(_canonical_result(body.result)) > 32 * 1024:
         raise InputError("too_large", "result exceeds 32 KiB of canonical JSON", "result", 413)
     if tenant == ANONYMOUS and not high_entropy(body.resource):
         message = "in the anonymous tenant a resource must be a random string of 32..200 chars"

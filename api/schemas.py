@@ -49,7 +49,16 @@ class LeaseBody(BaseModel):
     tenant_id: Name128 | None = _alias("tenantId", "tenant_id")
     namespace: Annotated[str, Field(min_length=1, max_length=128)] | None = None
 
-    _check_printable = field_validator("resource", "holder", "scope", "tenant_id")(_printable)
+    _check_printable = field_validator(
+        "resource",
+        "holder",
+        "owner_token",
+        "request_id",
+        "fingerprint",
+        "scope",
+        "tenant_id",
+        "namespace",
+    )(_printable)
 
 
 class ScopeBody(BaseModel):
@@ -62,6 +71,8 @@ class ScopeBody(BaseModel):
     )
     tenant_id: Name128 | None = _alias("tenantId", "tenant_id")
     namespace: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+
+    _check_printable = field_validator("tenant_id", "namespace")(_printable)
 
 
 class NamespaceBody(BaseModel):

@@ -17,6 +17,7 @@ from typing import Any
 
 from ledger.answers import redact
 from ledger.signer import Signer
+from verify.errors import VerificationError
 from verify.jcs import canonicalize
 from verify.receipt import (
     CONTEXTS,
@@ -38,21 +39,26 @@ def digest(data: bytes) -> str:
 
 
 def canonical_request(method: str, path: str, body: bytes | None) -> bytes:
-    """The request as the manifest hashes it: secrets removed, results redacted."""
-    parsed: Any = None
+    """The request as the manifest hashes it: secrets removed, results redacted. A body that is
+    not I-JSON (not JSON at all, NaN, an integer past 2**53, a lone surrogate) is represented
+    by the SHA-256 of its bytes instead."""
+    view: dict[str, Any] = {"method": method, "path": path, "body": None}
     if body:
         try:
-            parsed = json.loads(body)
-        except ValueError:
-            parsed = {"unparsedSha256": hashlib.sha256(body).hexdigest()}
-    if isinstance(parsed, dict):
-        parsed = {k: v for k, v in parsed.items() if k not in SECRET_REQUEST_FIELDS}
-        if "result" in parsed:
-            parsed["result"] = redact(parsed["result"])
-    try:
-        return canonicalize({"method": method, "path": path, "body": parsed})
-    except ValueError:  # not representable in I-JSON (e.g. a huge float): hash the bytes
-        return canonicalize({"method": method, "path": path, "body": None})
+            view["body"] = _without_secrets(json.loads(body))
+            return canonicalize(view)
+        except (ValueError, VerificationError):
+            view["body"] = {"unparsedSha256": hashlib.sha256(body).hexdigest()}
+    return canonicalize(view)
+
+
+def _without_secrets(parsed: Any) -> Any:
+    if not isinstance(parsed, dict):
+        return parsed
+    kept = {k: v for k, v in parsed.items() if k not in SECRET_REQUEST_FIELDS}
+    if "result" in kept:
+        kept["result"] = redact(kept["result"])
+    return kept
 
 
 class Issuer:
