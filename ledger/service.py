@@ -300,11 +300,18 @@ class LeaseService:
         self, res: Resource, lease: leases.Lease, kind: EventKind = EventKind.ACQUIRE
     ) -> None:
         """Keep the expiry heap and the scope index in step with the leases."""
-        if kind in (EventKind.ACQUIRE, EventKind.RENEW):
+        live = kind in (EventKind.ACQUIRE, EventKind.RENEW)
+        if live:
             heapq.heappush(self._expiries, (lease.expires_at, res.tenant, res.name))
-        if lease.scope is not None:
-            names = self._scopes.setdefault((res.tenant, lease.scope), set())
-            names.add(res.name)
+        if lease.scope is None:
+            return
+        key = (res.tenant, lease.scope)
+        if live:
+            self._scopes.setdefault(key, set()).add(res.name)
+        elif key in self._scopes and all(held.scope != lease.scope for held in res.leases):
+            self._scopes[key].discard(res.name)  # the resource holds nothing more in the scope
+            if not self._scopes[key]:
+                del self._scopes[key]
 
     # -- waiting (rule 9) -------------------------------------------------------------------
 
