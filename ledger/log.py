@@ -12,12 +12,12 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.changes import PutCheckpoint
 from ledger.checkpoint import checkpoint_body, sign_note
 from ledger.entries import b64, iso
 from ledger.keyring import SigningKey
 from ledger.merkle import consistency_proof, inclusion_proof, root_at
 from ledger.state import node_getter, tree_size
-from ledger.store import Op
 
 MAX_PAGE = 1000
 
@@ -107,7 +107,7 @@ class LogReader:
             return None
         return SignedCheckpoint(self.origin, row[0], bytes(row[1]), row[2], row[3])
 
-    def checkpoint(self, now: int) -> tuple[SignedCheckpoint, Op | None]:
+    def checkpoint(self, now: int) -> tuple[SignedCheckpoint, PutCheckpoint | None]:
         """The latest checkpoint, signing a new one (and the statement to store it) if the tree
         grew. Roots come from the append-only stored tree, so no two signed checkpoints can be
         inconsistent with each other (DESIGN §4)."""
@@ -120,8 +120,7 @@ class LogReader:
             checkpoint_body(self.origin, size, root), self.origin, self.key.private_key
         )
         signed = SignedCheckpoint(self.origin, size, root, now, note)
-        sql = "INSERT OR IGNORE INTO checkpoints VALUES (?, ?, ?, ?, ?)"
-        return signed, (sql, (size, root, now, note, self.key.did))
+        return signed, PutCheckpoint(size, root, now, note, self.key.did)
 
     def keys(self) -> list[dict[str, Any]]:
         sql = "SELECT did, multikey, valid_from, valid_until FROM signing_keys ORDER BY valid_from"

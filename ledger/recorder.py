@@ -1,9 +1,10 @@
 """Recording decisions: ledger entries, the Merkle tree, and the statements that make them durable.
 
 For every event of a decision the recorder assigns the next log index, encodes the entry
-(``ledger/entries.py``), appends its leaf to the compact range, and lists the SQLite statements —
-entry, new tree nodes, lease row, resource row — that the group committer applies in one
+(``ledger/entries.py``), appends its leaf to the compact range, and lists the changes — entry,
+new tree nodes, lease row, resource row — that the group committer applies in one
 transaction, so a fencing token is durable together with the entry that records it (DESIGN §2.2).
+It speaks in typed changes (``ledger/changes.py``); the storage backend owns the SQL.
 """
 
 from __future__ import annotations
@@ -13,19 +14,25 @@ import json
 from dataclasses import dataclass
 
 from ledger.answers import Position
+from ledger.changes import (
+    AppendEntry,
+    Change,
+    DropLease,
+    PutLease,
+    PutNodes,
+    PutResource,
+    SetLeaseExpiry,
+)
 from ledger.entries import Pseudonyms, b64, encode_entry
 from ledger.leases import Decision, Event, EventKind, Resource
 from ledger.merkle import CompactRange
-from ledger.store import Op
 from verify.jcs import canonicalize
 from verify.rfc9162 import leaf_hash
-
-_LEASE_KEY = "WHERE tenant = ? AND resource = ? AND fencing_token = ?"
 
 
 @dataclass(slots=True)
 class Recorded:
-    ops: list[Op]
+    ops: list[Change]
     position: Position | None = None
     entry: bytes | None = None
     """The exact bytes of the last entry appended (the call's own event)."""
@@ -50,7 +57,7 @@ class Recorder:
         if not decision.events:
             return Recorded([])
         names = self.pseudonyms(res.tenant)
-        ops: list[Op] = []
+        ops: list[Change] = []
         index, leaf, entry = -1, b"", b""
         for event in decision.events:
             index = self.tree.size
@@ -58,12 +65,10 @@ class Recorder:
                 event.lease.lease_id = index
             entry = encode_entry(index, event, names, res.name, _result_digest(res, event))
             leaf = leaf_hash(entry)
-            ops.append(("INSERT INTO entries(idx, leaf) VALUES (?, ?)", (index, entry)))
-            ops.extend(
-                ("INSERT INTO tree_nodes VALUES (?, ?, ?)", node) for node in self.tree.append(leaf)
-            )
-            ops.append(_lease_op(res, event))
-        ops.append(_resource_op(res))
+            ops.append(AppendEntry(index, entry))
+            ops.append(PutNodes(tuple(self.tree.append(leaf))))
+            ops.append(_lease_change(res, event))
+        ops.append(_resource_change(res))
         position = Position(self.tree.size, b64(self.tree.root()), index, b64(leaf))
         return Recorded(ops, position, entry)
 
@@ -74,20 +79,28 @@ def _result_digest(res: Resource, event: Event) -> str | None:
     return hashlib.sha256(canonicalize(res.completion.result)).hexdigest()
 
 
-def _lease_op(res: Resource, event: Event) -> Op:
+def _lease_change(res: Resource, event: Event) -> Change:
     lease = event.lease
-    where = (res.tenant, res.name, lease.fencing_token)
+    tenant, name, token = res.tenant, res.name, lease.fencing_token
     if event.kind is EventKind.ACQUIRE:
-        row = (*where, lease.holder, lease.owner_digest, lease.expires_at, lease.scope)
-        return "INSERT INTO leases VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (*row, lease.lease_id)
+        return PutLease(
+            tenant,
+            name,
+            token,
+            lease.holder,
+            lease.owner_digest,
+            lease.expires_at,
+            lease.scope,
+            lease.lease_id,
+        )
     if event.kind is EventKind.RENEW:
-        return f"UPDATE leases SET expires_at = ? {_LEASE_KEY}", (lease.expires_at, *where)
-    return f"DELETE FROM leases {_LEASE_KEY}", where
+        return SetLeaseExpiry(tenant, name, token, lease.expires_at)
+    return DropLease(tenant, name, token)
 
 
-def _resource_op(res: Resource) -> Op:
+def _resource_change(res: Resource) -> PutResource:
     done = res.completion
-    row = (
+    return PutResource(
         res.tenant,
         res.name,
         res.capacity,
@@ -98,4 +111,3 @@ def _resource_op(res: Resource) -> Op:
         None if done is None else done.completed_at,
         None if done is None else done.fingerprint,
     )
-    return "INSERT OR REPLACE INTO resources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row

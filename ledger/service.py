@@ -34,11 +34,12 @@ from ledger.calls import (
     now_ms,
     owner_digest,
 )
+from ledger.changes import ArmDeadMan, Change, DisarmDeadMan, ForgetRequests, RememberRequest
 from ledger.entries import iso
 from ledger.leases import Decision, EventKind, Outcome, Resource
 from ledger.recorder import Recorder
 from ledger.state import Committed, load_state
-from ledger.store import GroupCommitter, Op, StorageError
+from ledger.store import GroupCommitter, StorageError
 
 Key = tuple[str, str]
 IDEMPOTENT_OPS = frozenset({"acquire", "wait", "renew", "release", "complete"})
@@ -138,7 +139,7 @@ class LeaseService:
             self._start_recovery()
             raise StorageUnavailable(str(error)) from error
 
-    def _submit_unattended(self, ops: list[Op]) -> None:
+    def _submit_unattended(self, ops: list[Change]) -> None:
         """Queue statements nobody awaits (the sweeper's): a failure still starts recovery."""
         future = self.committer.submit(ops)
         future.add_done_callback(self._check_unattended)
@@ -273,11 +274,10 @@ class LeaseService:
 
     def _remember(
         self, call: LeaseCall, digest: bytes, data: dict[str, Any], outcome: Outcome, now: int
-    ) -> Op:
+    ) -> Change:
         key = (call.tenant, call.request_id or "")
         self._idempotency[key] = _Remembered(digest, data, outcome, now)
-        sql = "INSERT OR REPLACE INTO idempotency VALUES (?, ?, ?, ?, ?)"
-        return sql, (key[0], key[1], digest, json.dumps(data), now)
+        return RememberRequest(key[0], key[1], digest, json.dumps(data), now)
 
     def position(self) -> Position:
         return self.recorder.position()
@@ -286,7 +286,7 @@ class LeaseService:
 
     def _record(
         self, res: Resource, decision: Decision
-    ) -> tuple[list[Op], Position | None, bytes | None]:
+    ) -> tuple[list[Change], Position | None, bytes | None]:
         """Append the decision's events to the ledger; the statements that make them durable."""
         if not decision.events:
             return [], None, None
@@ -390,7 +390,7 @@ class LeaseService:
         self, tenant: str, scope: str, now: int, trigger: str
     ) -> tuple[list[int], asyncio.Future[None] | None]:
         released: list[int] = []
-        ops: list[Op] = []
+        ops: list[Change] = []
         for name in sorted(self._scopes.pop((tenant, scope), ())):
             res = self.resources[(tenant, name)]
             events = leases.expire(res, now)
@@ -399,7 +399,7 @@ class LeaseService:
                 released.append(lease.lease_id)
             ops.extend(self._record(res, Decision(Outcome.RELEASED, events))[0])
         self._deadmen.pop((tenant, scope), None)
-        ops.append(("DELETE FROM scopes WHERE tenant = ? AND scope = ?", (tenant, scope)))
+        ops.append(DisarmDeadMan(tenant, scope))
         pending = self.committer.submit(ops)
         pending.add_done_callback(self._check_unattended)
         for name in {key[1] for key in self._waiters if key[0] == tenant}:
@@ -412,13 +412,10 @@ class LeaseService:
         key = (tenant, scope)
         if dead_seconds == 0:
             self._deadmen.pop(key, None)
-            op: Op = ("DELETE FROM scopes WHERE tenant = ? AND scope = ?", key)
+            op: Change = DisarmDeadMan(*key)
         else:
             self._deadmen[key] = _DeadMan(dead_seconds * 1000, now)
-            op = (
-                "INSERT OR REPLACE INTO scopes VALUES (?, ?, ?, ?)",
-                (*key, dead_seconds * 1000, now),
-            )
+            op = ArmDeadMan(*key, dead_seconds * 1000, now)
         await self.durable(self.committer.submit([op]))
         deadline = iso(now + dead_seconds * 1000) if dead_seconds else None
         return {"deadSeconds": dead_seconds, "deadlineAt": deadline, "armed": dead_seconds > 0}
@@ -454,7 +451,7 @@ class LeaseService:
             return
         for key in stale:
             del self._idempotency[key]
-        self._submit_unattended([("DELETE FROM idempotency WHERE created_at < ?", (horizon,))])
+        self._submit_unattended([ForgetRequests(horizon)])
 
 
 VERSIONS = {

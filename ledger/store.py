@@ -2,8 +2,9 @@
 
 The ledger is one SQLite file in WAL mode with ``synchronous=FULL``: a commit returns only after
 the WAL is fsynced. The request path never waits for its own fsync alone: every mutation is handed
-to one writer thread as a list of prepared statements, and the writer commits whatever has queued
-up since its last commit in one transaction (group commit). Callers await a future that resolves
+to one writer thread as a list of typed changes (``ledger/changes.py``, translated to prepared
+statements by :func:`apply`), and the writer commits whatever has queued up since its last commit
+in one transaction (group commit). Callers await a future that resolves
 once their statements are durable, and only then answer.
 
 If a commit fails the writer refuses every later batch until :meth:`GroupCommitter.reset`: the
@@ -18,12 +19,26 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import fields
 from pathlib import Path
-from typing import Any
 
 import sqlite_utils
 
-Op = tuple[str, Sequence[Any]]
+from ledger.changes import (
+    AppendEntry,
+    ArmDeadMan,
+    Change,
+    DisarmDeadMan,
+    DropLease,
+    ForgetRequests,
+    PutCheckpoint,
+    PutLease,
+    PutNodes,
+    PutResource,
+    RememberRequest,
+    SetLeaseExpiry,
+)
+
 SCHEMA_VERSION = 1
 DB_NAME = "tenure.db"
 
@@ -128,7 +143,77 @@ def default_origin(conn: sqlite3.Connection) -> str:
     return f"tenure.local/log/{row[0]}"
 
 
-_Batch = list[tuple[Sequence[Op], "asyncio.Future[None]"]]
+_COLUMNS: dict[type, tuple[str, ...]] = {}
+
+
+def _row(change: Change) -> tuple[object, ...]:
+    """The change's fields in declaration order, which is the column order of its statement."""
+    names = _COLUMNS.get(type(change))
+    if names is None:
+        names = _COLUMNS[type(change)] = tuple(field.name for field in fields(change))
+    return tuple(getattr(change, name) for name in names)
+
+
+_LEASE_KEY = "WHERE tenant = ? AND resource = ? AND fencing_token = ?"
+
+
+def apply(conn: sqlite3.Connection, change: Change) -> None:
+    """The SQLite translation of one change (ledger/changes.py), inside the caller's transaction."""
+    match change:
+        case AppendEntry():
+            conn.execute(
+                "INSERT INTO entries(idx, leaf) VALUES (?, ?)", (change.index, change.leaf)
+            )
+        case PutNodes():
+            conn.executemany(
+                "INSERT INTO tree_nodes(level, idx, hash) VALUES (?, ?, ?)", change.nodes
+            )
+        case PutResource():
+            conn.execute(
+                "INSERT OR REPLACE INTO resources(tenant, name, capacity, max_token, lifecycle_end,"
+                " fingerprint, result, completed_at, completed_fingerprint)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                _row(change),
+            )
+        case PutLease():
+            conn.execute(
+                "INSERT INTO leases(tenant, resource, fencing_token, holder, owner_digest,"
+                " expires_at, scope, lease_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                _row(change),
+            )
+        case DropLease():
+            conn.execute(f"DELETE FROM leases {_LEASE_KEY}", _row(change))
+        case SetLeaseExpiry():
+            key = (change.tenant, change.resource, change.fencing_token)
+            conn.execute(
+                f"UPDATE leases SET expires_at = ? {_LEASE_KEY}", (change.expires_at, *key)
+            )
+        case _:
+            _apply_rare(conn, change)
+
+
+def _apply_rare(conn: sqlite3.Connection, change: Change) -> None:
+    match change:
+        case RememberRequest():
+            sql = "INSERT OR REPLACE INTO idempotency(tenant, request_id, request_digest, answer,"
+            conn.execute(sql + " created_at) VALUES (?, ?, ?, ?, ?)", _row(change))
+        case ForgetRequests():
+            conn.execute("DELETE FROM idempotency WHERE created_at < ?", (change.before,))
+        case ArmDeadMan():
+            sql = "INSERT OR REPLACE INTO scopes(tenant, scope, dead_ms, last_beat)"
+            conn.execute(sql + " VALUES (?, ?, ?, ?)", _row(change))
+        case DisarmDeadMan():
+            conn.execute("DELETE FROM scopes WHERE tenant = ? AND scope = ?", _row(change))
+        case PutCheckpoint():
+            sql = (
+                "INSERT OR IGNORE INTO checkpoints(tree_size, root_hash, timestamp, note, key_did)"
+            )
+            conn.execute(sql + " VALUES (?, ?, ?, ?, ?)", _row(change))
+        case _:
+            raise TypeError(f"no SQLite translation for {change!r}")
+
+
+_Batch = list[tuple[Sequence[Change], "asyncio.Future[None]"]]
 
 
 class GroupCommitter:
@@ -137,7 +222,7 @@ class GroupCommitter:
     def __init__(self, conn: sqlite3.Connection, loop: asyncio.AbstractEventLoop) -> None:
         self._conn = conn
         self._loop = loop
-        self._queue: queue.SimpleQueue[tuple[Sequence[Op], asyncio.Future[None]] | None] = (
+        self._queue: queue.SimpleQueue[tuple[Sequence[Change], asyncio.Future[None]] | None] = (
             queue.SimpleQueue()
         )
         self._last: asyncio.Future[None] | None = None
@@ -146,9 +231,9 @@ class GroupCommitter:
         self._thread = threading.Thread(target=self._run, name="tenure-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, ops: Sequence[Op]) -> asyncio.Future[None]:
+    def submit(self, changes: Sequence[Change]) -> asyncio.Future[None]:
         future: asyncio.Future[None] = self._loop.create_future()
-        self._queue.put((ops, future))
+        self._queue.put((changes, future))
         self._last = future
         return future
 
@@ -192,9 +277,9 @@ class GroupCommitter:
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
-            for ops, _ in batch:
-                for sql, params in ops:
-                    conn.execute(sql, params)
+            for changes, _ in batch:
+                for change in changes:
+                    apply(conn, change)
             conn.execute("COMMIT")
             self.commits += 1
             return None

@@ -1,0 +1,122 @@
+"""What the service asks storage to make durable: typed changes, not SQL.
+
+The service and the recorder describe each state change as one of these records; the storage
+backend translates them (``ledger/store.py`` for SQLite). A second backend — PostgreSQL — writes
+its own translation and nothing above it changes (STYLE 9). Each batch submitted is applied in
+order, in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class AppendEntry:
+    """A ledger entry: its exact canonical bytes at its index (append-only)."""
+
+    index: int
+    leaf: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class PutNodes:
+    """New perfect-subtree hashes of the Merkle tree: (level, index, hash) (append-only)."""
+
+    nodes: tuple[tuple[int, int, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PutLease:
+    tenant: str
+    resource: str
+    fencing_token: int
+    holder: str
+    owner_digest: bytes
+    expires_at: int
+    scope: str | None
+    lease_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetLeaseExpiry:
+    tenant: str
+    resource: str
+    fencing_token: int
+    expires_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class DropLease:
+    tenant: str
+    resource: str
+    fencing_token: int
+
+
+@dataclass(frozen=True, slots=True)
+class PutResource:
+    """The whole resource row, with ``max_token``: it commits with the entry of a grant."""
+
+    tenant: str
+    name: str
+    capacity: int
+    max_token: int
+    lifecycle_end: int | None
+    fingerprint: bytes | None
+    result_json: str | None
+    completed_at: int | None
+    completed_fingerprint: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class RememberRequest:
+    """An idempotency record (rule 12): the answer to replay, never a secret."""
+
+    tenant: str
+    request_id: str
+    digest: bytes
+    answer_json: str
+    created_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetRequests:
+    before: int
+
+
+@dataclass(frozen=True, slots=True)
+class ArmDeadMan:
+    tenant: str
+    scope: str
+    dead_ms: int
+    last_beat: int
+
+
+@dataclass(frozen=True, slots=True)
+class DisarmDeadMan:
+    tenant: str
+    scope: str
+
+
+@dataclass(frozen=True, slots=True)
+class PutCheckpoint:
+    tree_size: int
+    root_hash: bytes
+    timestamp: int
+    note: str
+    key_did: str
+
+
+Change = (
+    AppendEntry
+    | PutNodes
+    | PutLease
+    | SetLeaseExpiry
+    | DropLease
+    | PutResource
+    | RememberRequest
+    | ForgetRequests
+    | ArmDeadMan
+    | DisarmDeadMan
+    | PutCheckpoint
+)
