@@ -15,10 +15,8 @@ import asyncio
 import contextlib
 import hashlib
 import heapq
-import json
 import random
 import sqlite3
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,32 +32,21 @@ from ledger.calls import (
     now_ms,
     owner_digest,
 )
-from ledger.changes import ArmDeadMan, Change, DisarmDeadMan, ForgetRequests, RememberRequest
+from ledger.changes import ArmDeadMan, Change, DisarmDeadMan
 from ledger.entries import iso
+from ledger.idempotency import RequestMemory
 from ledger.leases import Decision, EventKind, Outcome, Resource
 from ledger.recorder import Recorder
+from ledger.scopes import ScopeIndex
 from ledger.state import Committed, load_state
 from ledger.store import GroupCommitter, StorageError
+from ledger.waiting import WaitQueues
 
 Key = tuple[str, str]
 IDEMPOTENT_OPS = frozenset({"acquire", "wait", "renew", "release", "complete"})
 FREEING = frozenset(
     {EventKind.RELEASE, EventKind.EXPIRE, EventKind.COMPLETE, EventKind.SCOPE_RELEASE}
 )
-
-
-@dataclass(slots=True)
-class _Waiter:
-    call: LeaseCall
-    future: asyncio.Future[tuple[Answer, asyncio.Future[None] | None]]
-
-
-@dataclass(slots=True)
-class _Remembered:
-    digest: bytes
-    data: dict[str, Any]
-    outcome: Outcome
-    created_at: int
 
 
 @dataclass(slots=True)
@@ -78,7 +65,7 @@ class LeaseService:
 
     def __post_init__(self) -> None:
         self._base = {"deterministic": True, "limits": self.limits.as_data(), "versions": VERSIONS}
-        self._waiters: dict[Key, deque[_Waiter]] = {}
+        self._waiters = WaitQueues()
         self._committer: GroupCommitter | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._recovery: asyncio.Task[None] | None = None
@@ -86,14 +73,11 @@ class LeaseService:
 
     def _load(self, state: Committed) -> None:
         self.resources: dict[Key, Resource] = state.resources
-        self._idempotency: dict[Key, _Remembered] = {
-            key: _Remembered(digest, data, Outcome(data["outcome"]), created)
-            for key, (digest, data, created) in state.idempotency.items()
-        }
+        self._requests = RequestMemory(state.idempotency)
         self._deadmen = {key: _DeadMan(d, b) for key, (d, b) in state.scopes.items()}
         self.recorder = Recorder(state.tree, self.master_secret)
         self._expiries: list[tuple[int, str, str]] = []
-        self._scopes: dict[Key, set[str]] = {}
+        self._scopes = ScopeIndex()
         for res in self.resources.values():
             for lease in res.leases:
                 self._track(res, lease)
@@ -108,9 +92,7 @@ class LeaseService:
     async def stop(self) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
-        for queue in self._waiters.values():
-            for waiter in queue:
-                waiter.future.cancel()
+        self._waiters.cancel_all()
         if self._committer is not None:
             last = self._committer.barrier()
             self._committer.close()
@@ -159,10 +141,7 @@ class LeaseService:
         assert committer is not None
         with contextlib.suppress(StorageError):
             await committer.submit([])  # resolves after every batch queued before it
-        for queue in self._waiters.values():
-            for waiter in queue:
-                waiter.future.cancel()
-        self._waiters.clear()
+        self._waiters.cancel_all()
         self._load(load_state(self.conn))
         committer.reset()
 
@@ -187,7 +166,7 @@ class LeaseService:
         return answer
 
     def _replay(self, call: LeaseCall, digest: bytes) -> Answer | None:
-        known = self._idempotency.get((call.tenant, call.request_id or ""))
+        known = self._requests.get(call.tenant, call.request_id or "")
         if known is None:
             return None
         if known.digest != digest:
@@ -252,7 +231,9 @@ class LeaseService:
         data = self._render(call, res, decision, now, position)
         answer = Answer(data, decision.outcome, token is not None, entry)
         if digest is not None and decision.changed:
-            ops.append(self._remember(call, digest, data, decision.outcome, now))
+            ops.append(
+                self._requests.remember(call.tenant, call.request_id or "", digest, data, now)
+            )
         if token is not None:
             answer.data = {**data, "ownerToken": token}
         pending = self.committer.submit(ops) if ops else None
@@ -271,13 +252,6 @@ class LeaseService:
         data = render(call.op, res, decision, now, self._base, self.rng.random())
         data["ledger"] = (position or self.position()).as_data()
         return data
-
-    def _remember(
-        self, call: LeaseCall, digest: bytes, data: dict[str, Any], outcome: Outcome, now: int
-    ) -> Change:
-        key = (call.tenant, call.request_id or "")
-        self._idempotency[key] = _Remembered(digest, data, outcome, now)
-        return RememberRequest(key[0], key[1], digest, json.dumps(data), now)
 
     def position(self) -> Position:
         return self.recorder.position()
@@ -303,31 +277,21 @@ class LeaseService:
         live = kind in (EventKind.ACQUIRE, EventKind.RENEW)
         if live:
             heapq.heappush(self._expiries, (lease.expires_at, res.tenant, res.name))
-        if lease.scope is None:
-            return
-        key = (res.tenant, lease.scope)
-        if live:
-            self._scopes.setdefault(key, set()).add(res.name)
-        elif key in self._scopes and all(held.scope != lease.scope for held in res.leases):
-            self._scopes[key].discard(res.name)  # the resource holds nothing more in the scope
-            if not self._scopes[key]:
-                del self._scopes[key]
+        self._scopes.track(res, lease, live)
 
     # -- waiting (rule 9) -------------------------------------------------------------------
 
     async def _wait(self, call: LeaseCall, res: Resource, refusal: Decision, now: int) -> Answer:
-        loop = asyncio.get_running_loop()
-        waiter = _Waiter(call, loop.create_future())
         key = (call.tenant, call.resource)
-        self._waiters.setdefault(key, deque()).append(waiter)
+        waiter = self._waiters.join(key, call)
         seconds = min(call.wait_seconds or 30, self.limits.wait_max_seconds)
         try:
             answer, pending = await asyncio.wait_for(asyncio.shield(waiter.future), seconds)
         except asyncio.CancelledError:
-            self._drop_waiter(key, waiter)  # the caller is gone: do not grant it a slot later
+            self._waiters.leave(key, waiter)  # the caller is gone: grant it no slot later
             raise
         except TimeoutError:
-            self._drop_waiter(key, waiter)
+            self._waiters.leave(key, waiter)
             if not waiter.future.done():
                 return await self._timed_out(call, key)
             answer, pending = waiter.future.result()
@@ -345,26 +309,15 @@ class LeaseService:
         await self.durable(pending or self.committer.barrier())
         return answer
 
-    def _drop_waiter(self, key: Key, waiter: _Waiter) -> None:
-        queue = self._waiters.get(key)
-        if queue is not None and waiter in queue:
-            queue.remove(waiter)
-            if not queue:
-                del self._waiters[key]
-
     def _serve_waiters(self, key: Key) -> None:
         """Grant freed slots to waiters in arrival order; stop at the first one still held."""
-        queue = self._waiters.get(key)
-        while queue:
-            waiter = queue[0]
+        while (waiter := self._waiters.head(key)) is not None:
             res = self.resources.get(key) or Resource(*key)
             now = self.clock()
             decision, token = self._decide(waiter.call, res, now)
             if decision.outcome is Outcome.HELD and not decision.same_holder_label:
                 return
-            queue.popleft()
-            if not queue:
-                del self._waiters[key]
+            self._waiters.leave(key, waiter)
             result = self._commit(waiter.call, res, decision, now, token, None)
             if not waiter.future.done():
                 waiter.future.set_result(result)
@@ -374,7 +327,7 @@ class LeaseService:
     def scope_leases(self, tenant: str, scope: str) -> list[dict[str, Any]]:
         now = self.clock()
         found = []
-        for name in sorted(self._scopes.get((tenant, scope), ())):
+        for name in self._scopes.names(tenant, scope):
             res = self.resources[(tenant, name)]
             for lease in res.leases:
                 if lease.scope == scope and lease.expires_at > now:
@@ -391,7 +344,7 @@ class LeaseService:
     ) -> tuple[list[int], asyncio.Future[None] | None]:
         released: list[int] = []
         ops: list[Change] = []
-        for name in sorted(self._scopes.pop((tenant, scope), ())):
+        for name in self._scopes.take(tenant, scope):
             res = self.resources[(tenant, name)]
             events = leases.expire(res, now)
             for lease in [lease for lease in res.leases if lease.scope == scope]:
@@ -402,7 +355,7 @@ class LeaseService:
         ops.append(DisarmDeadMan(tenant, scope))
         pending = self.committer.submit(ops)
         pending.add_done_callback(self._check_unattended)
-        for name in {key[1] for key in self._waiters if key[0] == tenant}:
+        for name in self._waiters.resources_of(tenant):
             self._serve_waiters((tenant, name))
         return released, pending
 
@@ -445,13 +398,9 @@ class LeaseService:
         self._forget_requests(now)
 
     def _forget_requests(self, now: int) -> None:
-        horizon = now - self.limits.idempotency_seconds * 1000
-        stale = [key for key, seen in self._idempotency.items() if seen.created_at < horizon]
-        if not stale:
-            return
-        for key in stale:
-            del self._idempotency[key]
-        self._submit_unattended([ForgetRequests(horizon)])
+        change = self._requests.forget_before(now - self.limits.idempotency_seconds * 1000)
+        if change is not None:
+            self._submit_unattended([change])
 
 
 VERSIONS = {
