@@ -1,0 +1,262 @@
+"""tenure against etcd, side by side: the same load generator, the same connections, one run.
+
+Not a test: prints figures. Starts a throw-away etcd (Debian's ``etcd-server``; fsync on, as it
+ships) and a throw-away ``tenure serve`` (its defaults: SQLite with ``synchronous=FULL``, Merkle
+sealing, an eddsa-jcs-2022 receipt on every answer), then drives each in turn with ``wrk`` (Debian's
+``wrk``) over ``--connections`` keep-alive connections for ``--duration`` seconds:
+
+- etcd: ``POST /v3/kv/txn`` — "put key K if it was never created" on a fresh key per request, the
+  etcd equivalent of acquire-if-free (one durable, Raft-committed write);
+- tenure: ``POST /api/v1/lease/acquire`` on a fresh resource per request (one durable ledger entry
+  and a signed receipt), as an API-key tenant so names need not be random.
+
+It prints both rates, both p99 latencies and, last, the ratio tenure/etcd. Every non-2xx answer is
+counted and reported: a refused request is not throughput. It installs nothing; when a tool is
+missing it says which package to install. The two servers run one after the other, never together,
+and ``--rounds`` alternates them to expose drift on a shared machine.
+
+    .venv/bin/python bench/vs_etcd.py [--duration 10] [--connections 64] [--rounds 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Fresh key per request: thread id, a per-thread counter and a per-run nonce keep them unique.
+_LUA_COMMON = """
+-- tid and nonce are globals of each thread's own Lua state, set by setup() below.
+local counter = 0
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+  thread:set("nonce", math.random(1, 2^30))
+end
+function init(args)
+  counter = 0
+end
+"""
+
+_LUA_ETCD = (
+    _LUA_COMMON
+    + """
+local b = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+local function b64(data)
+  return ((data:gsub('.', function(x)
+    local r, byte = '', x:byte()
+    for i = 8, 1, -1 do r = r .. (byte % 2^i - byte % 2^(i-1) > 0 and '1' or '0') end
+    return r
+  end) .. '0000'):gsub('%d%d%d?%d?%d?%d?', function(x)
+    if #x < 6 then return '' end
+    local c = 0
+    for i = 1, 6 do c = c + (x:sub(i, i) == '1' and 2^(6 - i) or 0) end
+    return b:sub(c + 1, c + 1)
+  end) .. ({ '', '==', '=' })[#data % 3 + 1])
+end
+local value = b64("worker-1")
+function request()
+  counter = counter + 1
+  local key = b64(string.format("job-%d-%d-%d", nonce, tid, counter))
+  local body = '{"compare":[{"key":"' .. key .. '","result":"EQUAL","target":"CREATE",'
+    .. '"create_revision":"0"}],"success":[{"request_put":{"key":"' .. key
+    .. '","value":"' .. value .. '"}}]}'
+  return wrk.format("POST", "/v3/kv/txn", {["Content-Type"] = "application/json"}, body)
+end
+"""
+)
+
+_LUA_TENURE = (
+    _LUA_COMMON
+    + """
+function request()
+  counter = counter + 1
+  local body = string.format(
+    '{"resource":"job-%d-%d-%d","holder":"worker-1","ttlSeconds":60}', nonce, tid, counter)
+  return wrk.format("POST", "/api/v1/lease/acquire",
+    {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. os.getenv("KEY")},
+    body)
+end
+"""
+)
+
+
+@dataclass
+class Figures:
+    name: str
+    rate: float
+    p99_ms: float
+    requests: int
+    non_2xx: int
+    errors: str
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_http(url: str, process: subprocess.Popen[bytes], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{url}: the server exited with {process.returncode}")
+        with contextlib.suppress(OSError):
+            urllib.request.urlopen(url, timeout=1).read()
+            return
+        time.sleep(0.1)
+    raise SystemExit(f"{url}: not ready after {seconds} s")
+
+
+@contextlib.contextmanager
+def etcd(scratch: Path) -> Iterator[str]:
+    client, peer = free_port(), free_port()
+    url = f"http://127.0.0.1:{client}"
+    cmd = ["etcd", "--data-dir", str(scratch / "etcd"), "--listen-client-urls", url]
+    cmd += ["--advertise-client-urls", url, "--listen-peer-urls", f"http://127.0.0.1:{peer}"]
+    cmd += ["--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}"]
+    cmd += ["--initial-cluster", f"default=http://127.0.0.1:{peer}", "--log-level", "error"]
+    with _running(cmd, scratch / "etcd.log") as process:
+        wait_http(url + "/health", process)
+        yield url
+
+
+@contextlib.contextmanager
+def tenure(scratch: Path, extra: list[str]) -> Iterator[tuple[str, str]]:
+    data, keys = scratch / "tenure-data", scratch / "tenure-keys"
+    made = subprocess.run(
+        [sys.executable, "-m", "api", "apikey", "create", "bench", "--data", str(data)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    key = next((word for word in made.stdout.split() if word.startswith("tnr_")), "")
+    if not key:
+        raise SystemExit(f"tenure apikey create printed no key: {made.stdout}{made.stderr}")
+    port = free_port()
+    cmd = [sys.executable, "-m", "api", "serve", "--port", str(port), "--data", str(data)]
+    cmd += ["--keys", str(keys), "--rate-limit", "1000000", "--log-level", "warning", *extra]
+    with _running(cmd, scratch / "tenure.log") as process:
+        url = f"http://127.0.0.1:{port}"
+        wait_http(url + "/healthz", process)
+        yield url, key
+
+
+@contextlib.contextmanager
+def _running(cmd: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("ab") as out:
+        process = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=out)
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wrk(name: str, url: str, lua: str, args: argparse.Namespace, env: dict[str, str]) -> Figures:
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(lua)
+    threads = str(min(args.threads, args.connections))
+    cmd = ["wrk", "-t", threads, "-c", str(args.connections), "-d", f"{args.duration}s"]
+    cmd += ["--latency", "-s", script.name, url]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ | env, check=True)
+    finally:
+        os.unlink(script.name)
+    return parse_wrk(name, done.stdout)
+
+
+def parse_wrk(name: str, out: str) -> Figures:
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    p99 = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+    total = re.search(r"(\d+) requests in", out)
+    if rate is None or p99 is None or total is None:
+        raise SystemExit(f"could not read wrk's output:\n{out}")
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[p99.group(2)]
+    non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errors = re.search(r"Socket errors:.*", out)
+    return Figures(
+        name,
+        float(rate.group(1)),
+        float(p99.group(1)) * scale,
+        int(total.group(1)),
+        int(non2xx.group(1)) if non2xx else 0,
+        errors.group(0) if errors else "",
+    )
+
+
+def show(fig: Figures) -> None:
+    note = f", {fig.non_2xx} non-2xx" if fig.non_2xx else ""
+    note += f", {fig.errors}" if fig.errors else ""
+    print(
+        f"{fig.name:<7} {fig.rate:>9,.0f} req/s   p99 {fig.p99_ms:>7.1f} ms   {fig.requests:,} "
+        f"requests{note}",
+        flush=True,
+    )
+
+
+def missing_tools() -> list[str]:
+    wanted = {"etcd": "etcd-server", "wrk": "wrk"}
+    return [
+        f"{tool} (apt-get install {pkg})" for tool, pkg in wanted.items() if not shutil.which(tool)
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=int, default=10, help="measured seconds per server")
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    parser.add_argument("--rounds", type=int, default=1, help="alternate the servers this often")
+    parser.add_argument("--serve-arg", action="append", default=[], help="extra `tenure serve` arg")
+    args = parser.parse_args()
+    if missing := missing_tools():
+        print("missing: " + ", ".join(missing), file=sys.stderr)
+        return 2
+    print(
+        f"{os.cpu_count()} cores; {args.connections} connections, {args.duration} s each, "
+        f"wrk -t{args.threads}",
+        flush=True,
+    )
+    etcd_figs, tenure_figs = [], []
+    for _ in range(args.rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            scratch = Path(tmp)
+            with etcd(scratch) as url:
+                etcd_figs.append(wrk("etcd", url, _LUA_ETCD, args, {}))
+                show(etcd_figs[-1])
+            with tenure(scratch, args.serve_arg) as (url, key):
+                tenure_figs.append(wrk("tenure", url, _LUA_TENURE, args, {"KEY": key}))
+                show(tenure_figs[-1])
+    etcd_rate = sum(f.rate for f in etcd_figs) / len(etcd_figs)
+    tenure_rate = sum(f.rate for f in tenure_figs) / len(tenure_figs)
+    etcd_p99 = max(f.p99_ms for f in etcd_figs)
+    tenure_p99 = max(f.p99_ms for f in tenure_figs)
+    print(f"etcd   {etcd_rate:,.0f} req/s, p99 {etcd_p99:.1f} ms")
+    print(f"tenure {tenure_rate:,.0f} req/s, p99 {tenure_p99:.1f} ms")
+    print(f"ratio tenure/etcd: {tenure_rate / etcd_rate:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
