@@ -128,3 +128,20 @@ def ledger_size(client: httpx.Client) -> int:
 
 
 os.environ.setdefault("PYTHONUNBUFFERED", "1")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """One real PostgreSQL server for the whole session (tests/postgres.py); fails, never skips,
+    when it cannot start."""
+    from tests.postgres import PostgresServer
+
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres: Any) -> str:
+    """A fresh, empty database of the session's PostgreSQL server, for one test."""
+    return str(postgres.create_database("t_" + secrets.token_hex(6)))
