@@ -42,6 +42,7 @@ from verify.bundle_format import (
     parse_instant,
 )
 from verify.errors import MalformedInput, VerificationError
+from verify.limits import check_bounds
 from verify.multikey import DID_KEY_PREFIX, public_key_from_did, public_key_from_multibase
 from verify.note import key_id, parse_checkpoint, parse_note, verify_note
 from verify.receipt import Check, ReceiptError, Report, verify_receipt
@@ -72,7 +73,17 @@ def verify_document(
     request: bytes | None = None,
     entry: bytes | None = None,
 ) -> Report:
-    """Verify a bundle, or else a saved response or bare credential (``verify_receipt``)."""
+    """Verify a bundle, or else a saved response or bare credential (``verify_receipt``).
+
+    Bounded work whatever the input (issue 8): a document nested deeper or holding more values
+    than ``verify.limits`` allows fails ``format`` at once, and a credential tenure would never
+    issue fails before any canonicalization. Safe to run in a worker thread; pure.
+    ``trusted`` may be ``{did: verify.trust.Period}`` to bound when each key may have signed.
+    """
+    try:
+        check_bounds(document)
+    except MalformedInput as error:
+        return Report([Check("format", False, str(error))])
     if is_bundle(document):
         return verify_bundle(document, trusted)
     return _receipt_report(document, trusted, request, entry)
