@@ -131,3 +131,23 @@ def test_export_signs_a_final_checkpoint_covering_everything(
     assert records[-1]["type"] == "checkpoint" and records[-1]["treeSize"] == records[0]["treeSize"]
     audited = tenure("audit", str(out), "--trust", dids[0])
     assert audited.returncode == 0, audited.stdout + audited.stderr
+
+
+@pytest.mark.parametrize("depth", [3, 1000, 100_000])
+def test_a_deeply_nested_export_line_exits_2_without_a_traceback(
+    depth: int, tmp_path: Path
+) -> None:
+    path = Ledger().add("acquire", 1, 0, 10).write(tmp_path / "deep.jsonl")
+    did = trusted(read(path))
+    deep = '{"type": "entry", "index": 1, "leaf": ' + "[" * depth + "]" * depth + "}\n"
+    path.write_text(path.read_text() + deep)
+    run = tenure("audit", str(path), "--trust", did)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+
+
+def test_a_deeply_nested_leaf_is_a_violation(tmp_path: Path) -> None:
+    records = Ledger().add("acquire", 1, 0, 10).records()
+    leaf = b"[" * 100_000 + b"]" * 100_000
+    records.insert(3, {"type": "entry", "index": 1, "leaf": _b64(leaf)})
+    report = audit(records, trusted_keys=[trusted(records)])
+    assert "entry-json" in {v.check for v in report.violations}
