@@ -50,6 +50,7 @@ from verify.export_records import (
     parse_lines,
 )
 from verify.invariants import Rules
+from verify.limits import check_bounds
 from verify.multikey import public_key_from_did
 from verify.note import parse_checkpoint, verify_note
 from verify.rfc9162 import EMPTY_ROOT, leaf_hash, node_hash
@@ -138,6 +139,9 @@ def audit(
     header = next(stream, None)
     if header is None:
         raise MalformedInput("empty export: no header record")
+    if type(header) is not dict:
+        raise MalformedInput("the export header is not a JSON object")
+    check_bounds(header, "the export header", max_depth=2, max_nodes=64)
     replay = _Replay(header_of(header), trusted_keys, progress)
     for record in stream:
         replay.feed(record)
@@ -203,10 +207,14 @@ class _Replay:
         self.progress = progress
 
     def feed(self, record: dict[str, Any]) -> None:
+        if type(record) is not dict:
+            raise MalformedInput("every export record is a JSON object")
         kind = record.get("type")
-        if kind == "entry":
+        if kind == "entry":  # entry_of reads only its int index and str leaf: no bound needed
             self.entry(record)
-        elif kind == "checkpoint":
+            return
+        check_bounds(record, "an export record", max_depth=2, max_nodes=64)
+        if kind == "checkpoint":
             self.checkpoint(checkpoint_of(record))
         elif kind == "key":
             if self.tree.size or self.report.checkpoints:
