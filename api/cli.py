@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,13 +46,26 @@ def _parser() -> argparse.ArgumentParser:
     export = commands.add_parser("export", help="write the ledger as JSON Lines for `audit`")
     export.add_argument("--data", type=Path, default=Path("data"), help="ledger folder")
     export.add_argument("--out", type=Path, required=True, help="the export file to write")
+    export.add_argument(
+        "--keys",
+        type=Path,
+        default=Path("keys"),
+        help="key folder: signs a final checkpoint if the latest stored one is older",
+    )
     audit = commands.add_parser(
         "audit",
         help="replay a ledger export: roots, signatures, lease invariants (DESIGN §6)",
-        epilog="Exit codes: 0 clean, 1 violations found, 2 bad usage or unreadable input.",
+        epilog="Exit codes: 0 every entry proven by a checkpoint signed by a --trust key and no"
+        " violation; 1 violations found (an entry no trusted checkpoint covers, or no --trust"
+        " given, is one); 2 bad usage or unreadable input.",
     )
     audit.add_argument("file", type=Path, help="a `tenure export` file")
-    audit.add_argument("--trust", action="append", metavar="DID", help="did:key to require")
+    audit.add_argument(
+        "--trust",
+        action="append",
+        metavar="DID",
+        help="the log's did:key (GET /api/v1/keys); without one the audit cannot pass",
+    )
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
@@ -141,6 +155,8 @@ def _keys(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    import time
+
     from ledger.export import export_ledger
     from ledger.store import DB_NAME, open_db
 
@@ -149,12 +165,37 @@ def _export(args: argparse.Namespace) -> int:
         return 2
     conn = open_db(args.data)
     try:
+        key = _log_key(conn, args.keys)
+        if key is None:
+            print(
+                f"tenure: warning: no signing key in {args.keys} (--keys): entries after the"
+                " latest stored checkpoint stay unproven, and `tenure audit` fails on them",
+                file=sys.stderr,
+            )
+        signer = None if key is None else (key, time.time_ns() // 1_000_000)
         with args.out.open("w", encoding="utf-8") as out:
-            count = export_ledger(conn, out, lambda n: print(f"exported {n}", file=sys.stderr))
+            count = export_ledger(
+                conn, out, lambda n: print(f"exported {n}", file=sys.stderr), signer=signer
+            )
     finally:
         conn.close()
     print(f"exported {count} entries to {args.out}", file=sys.stderr)
     return 0
+
+
+def _log_key(conn: Any, keys_dir: Path) -> Any:
+    """The folder's key the log signs with now (its recorded key with no validUntil), or None.
+    The export signs its final checkpoint with it."""
+    from ledger.keyring import load_signing_keys
+    from ledger.log import LogReader
+    from ledger.store import default_origin
+
+    keys = load_signing_keys(keys_dir) if keys_dir.is_dir() else []
+    if not keys:
+        return None
+    recorded = LogReader(conn, default_origin(conn), keys[-1]).keys()
+    active = {key["did"] for key in recorded if key["validUntil"] is None}
+    return next((key for key in reversed(keys) if key.did in active), None)
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -186,8 +227,8 @@ def _audit(args: argparse.Namespace) -> int:
         )
         if not report.trusted:
             print(
-                "note: checkpoints were checked against the keys the export lists itself;"
-                " pass --trust did:key:… (from GET /api/v1/keys) to pin the log's key",
+                "tenure: no trusted key: pass --trust did:key:… (from GET /api/v1/keys);"
+                " the export's own keys prove consistency, not origin",
                 file=sys.stderr,
             )
     return 0 if report.ok else 1

@@ -4,6 +4,12 @@ Everything is read in one SQLite read transaction, so the entries, keys and chec
 consistent snapshot even while the server keeps appending (WAL readers never block the writer).
 Entries stream through a cursor; each checkpoint is written right after the entry that completes
 its tree, so a reader checks it in the same single pass that hashes the entries.
+
+The export ends with a checkpoint covering all of it (``tenure audit`` fails otherwise): when the
+latest stored checkpoint is older than the snapshot, one is signed for the snapshot's size with
+the log's key (``ledger.log.LogReader.checkpoint``, the server's own signing code). It is written
+to the export only, not stored: the export stays a read, and any later checkpoint the server
+signs is of the same append-only tree.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from ledger.entries import iso
+from ledger.keyring import SigningKey
+from ledger.log import LogReader
 from ledger.state import tree_size
 from ledger.store import default_origin
 from verify.audit import EXPORT_TYPE, EXPORT_VERSION, PROGRESS_EVERY
@@ -29,11 +37,13 @@ def export_ledger(
     out: TextIO,
     progress: Callable[[int], None] | None = None,
     origin: str | None = None,
+    signer: tuple[SigningKey, int] | None = None,
 ) -> int:
     """Write the export to ``out``; return the number of entries written.
 
     ``origin`` defaults to the one the latest checkpoint names (the server may run with
-    ``--origin``), else the log's default origin.
+    ``--origin``), else the log's default origin. ``signer`` is (the log's active key, now in
+    ms): with it, a final checkpoint is signed if no stored one covers the whole snapshot.
     """
     began = not conn.in_transaction
     if began:
@@ -44,7 +54,10 @@ def export_ledger(
         _write(out, _header(origin, size))
         for key in _keys(conn):
             _write(out, key)
-        return _entries_and_checkpoints(conn, out, size, progress)
+        written = _entries_and_checkpoints(conn, out, size, progress)
+        if signer is not None:
+            _final_checkpoint(LogReader(conn, origin, signer[0]), out, signer[1])
+        return written
     finally:
         if began:
             conn.execute("COMMIT")
@@ -100,6 +113,15 @@ def _checkpoints(conn: sqlite3.Connection, size: int) -> Iterator[dict[str, Any]
             "timestamp": iso(timestamp),
             "note": note,
         }
+
+
+def _final_checkpoint(log: LogReader, out: TextIO, now: int) -> None:
+    """Sign (but do not store) a checkpoint of the snapshot's size unless the latest covers it."""
+    signed, new = log.checkpoint(now)
+    if new is not None:
+        record = signed.as_data()
+        del record["origin"]
+        _write(out, {"type": "checkpoint", **record})
 
 
 def _checkpoint_origin(conn: sqlite3.Connection) -> str | None:

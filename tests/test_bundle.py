@@ -49,8 +49,15 @@ def trusted(api: httpx.Client) -> set[str]:
     return {key["did"] for key in api.get("/api/v1/keys").json()["keys"]}
 
 
+def own_keys(bundle: Bundle) -> set[str]:
+    """The dids the bundle lists: the server's keys for a genuine (or tampered) one."""
+    return {key["did"] for key in bundle["keys"]}
+
+
 def failed(bundle: Bundle, keys: set[str] | None = None) -> list[str]:
-    return [check.name for check in verify_bundle(bundle, keys).checks if not check.ok]
+    """The failed checks when trusting ``keys`` (by default the keys the bundle lists)."""
+    trust = own_keys(bundle) if keys is None else keys
+    return [check.name for check in verify_bundle(bundle, trust).checks if not check.ok]
 
 
 def flip_b64(value: str, at: int = 0) -> str:
@@ -92,18 +99,28 @@ def test_genuine_bundle_passes_library_and_cli(
     assert bundle["type"] == BUNDLE_TYPE
     suite = bundle["receipt"]["_provenance"]["proof"]["cryptosuite"]
     assert suite == ("eddsa-rdfc-2022" if headers else "eddsa-jcs-2022")
-    for keys in (None, trusted(api)):
-        report = verify_bundle(bundle, keys)
-        assert report.ok, report.as_data()
-    names = [check.name for check in verify_bundle(bundle, None).checks]
+    report = verify_bundle(bundle, trusted(api))
+    assert report.ok, report.as_data()
+    names = [check.name for check in report.checks]
     assert {"bundle:format", "keys", "proof", "issuer", "entry", "checkpoint", "inclusion"} <= set(
         names
     )
     check_bundle(bundle, trusted(api))
-    done = verify_cli(save(tmp_path / "bundle.json", bundle))
+    saved = save(tmp_path / "bundle.json", bundle)
+    done = verify_cli(saved, *(arg for did in trusted(api) for arg in ("--trust", did)))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "✓ inclusion" in done.stdout
-    assert "trusted key from the bundle itself: did:key:" in done.stdout
+
+
+def test_without_a_trusted_key_a_genuine_bundle_does_not_pass(
+    sample: Bundle, tmp_path: Path
+) -> None:
+    """Issue 8, item 5: a bundle forged with its own key passed without --trust (exit 0)."""
+    untrusted = [c.name for c in verify_bundle(sample, None).checks if not c.ok]
+    assert untrusted == ["keys", "issuer"]
+    done = verify_cli(save(tmp_path / "bundle.json", sample))
+    assert done.returncode == 1, done.stdout
+    assert "no trusted key was given" in done.stdout and "hint:" in done.stdout
 
 
 def test_every_flipped_entry_byte_fails_the_entry_check(sample: Bundle) -> None:
@@ -169,16 +186,18 @@ def test_tampering_fails_with_the_check_named(
     tamper(tampered)
     assert check in failed(tampered)
     with pytest.raises(BundleError) as raised:
-        check_bundle(tampered, None)
+        check_bundle(tampered, own_keys(sample))
     assert raised.value.check in failed(tampered)
-    assert main([save(tmp_path / "tampered.json", tampered)]) == 1
+    trust = [arg for did in own_keys(sample) for arg in ("--trust", did)]
+    assert main([save(tmp_path / "tampered.json", tampered), *trust]) == 1
     assert f"✗ {check}:" in capsys.readouterr().out
 
 
 def test_cli_process_exits_1_naming_the_failed_check(sample: Bundle, tmp_path: Path) -> None:
     tampered = copy.deepcopy(sample)
     tampered["receipt"]["_provenance"]["proof"]["proofValue"] = "z" + "2" * 87
-    done = verify_cli(save(tmp_path / "tampered.json", tampered), "--json")
+    trust = [arg for did in own_keys(sample) for arg in ("--trust", did)]
+    done = verify_cli(save(tmp_path / "tampered.json", tampered), "--json", *trust)
     assert done.returncode == 1
     result = json.loads(done.stdout)
     assert result["status"] == "fail"
@@ -250,7 +269,8 @@ def test_earlier_checkpoint_extended_by_consistency(api: httpx.Client, tmp_path:
     consistency = bundle["consistency"]
     assert consistency["first"] == first["treeSize"] < consistency["second"]
     assert verify_bundle(bundle, trusted(api)).ok
-    assert main([save(tmp_path / "extended.json", bundle)]) == 0
+    trust = [arg for did in trusted(api) for arg in ("--trust", did)]
+    assert main([save(tmp_path / "extended.json", bundle), *trust]) == 0
     assert consistency["hashes"]
     for which in range(len(consistency["hashes"])):
         tampered = copy.deepcopy(bundle)
@@ -300,10 +320,11 @@ def test_callers_own_saved_response_assembled_into_a_bundle(
         "checkpoint": checkpoint,
         "keys": keys,
     }
-    report = verify_bundle(bundle, None)
+    report = verify_bundle(bundle, own_keys(bundle))
     assert report.ok, report.as_data()
     assert "manifest:tenure.ledger.entry" in [c.name for c in report.checks]
-    assert main([save(tmp_path / "own.json", bundle)]) == 0
+    trust = [arg for did in own_keys(bundle) for arg in ("--trust", did)]
+    assert main([save(tmp_path / "own.json", bundle), *trust]) == 0
     bundle["receipt"]["data"]["fencingToken"] += 1
     assert "manifest:tenure.data" in failed(bundle)
 
@@ -335,7 +356,8 @@ def test_bundle_across_a_key_rotation(fresh_server: Server, tmp_path: Path) -> N
         bundle = response.json()
         assert len(bundle["keys"]) == 2
         assert verify_bundle(bundle, trusted(api)).ok
-    assert main([save(tmp_path / "rotated.json", bundle)]) == 0
+    trust = [arg for did in own_keys(bundle) for arg in ("--trust", did)]
+    assert main([save(tmp_path / "rotated.json", bundle), *trust]) == 0
     assert main([save(tmp_path / "rotated2.json", bundle), "--keys", saved]) == 1  # new key unknown
 
 

@@ -16,18 +16,26 @@ Checks, each reported as a :class:`Violation` with the entry index it concerns:
 * **invariants** per (tenant, resource), DESIGN §2: fencing, capacity, owner, expiry and
   lifecycle rules, listed in ``verify.invariants``.
 
-Warnings (not violations): entries no checkpoint covers, a fencing token that skips a value,
-a checkpoint signed by a listed key outside that key's validity period.
+* **coverage** (issue 8): every entry the audit reports on is proven by a checkpoint whose
+  signature verifies under a trusted key: the export must end with one covering all of it
+  (``tenure export`` signs one if needed). Entries beyond the last verified checkpoint, an export
+  with no verified checkpoint at all (even an empty one), and an audit with no trusted key given
+  are violations. The header's ``treeSize`` is unsigned: it only announces, and is never trusted.
+
+Warnings (not violations): a fencing token that skips a value, a checkpoint signed by a listed
+key outside that key's validity period.
 
 Pure: the caller reads the file (``parse_lines`` turns its lines into records).
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
+from verify.audit_report import AuditReport, Violation
 from verify.errors import AuditFailed, MalformedInput, SignatureError
 from verify.export_records import (
     EXPORT_TYPE,
@@ -42,6 +50,7 @@ from verify.export_records import (
     parse_lines,
 )
 from verify.invariants import Rules
+from verify.limits import check_bounds
 from verify.multikey import public_key_from_did
 from verify.note import parse_checkpoint, verify_note
 from verify.rfc9162 import EMPTY_ROOT, leaf_hash, node_hash
@@ -61,57 +70,6 @@ PROGRESS_EVERY = 100_000
 Progress = Callable[[int], None]
 
 
-@dataclass(frozen=True, slots=True)
-class Violation:
-    index: int | None
-    """The entry concerned (for a checkpoint, the last entry it covers); None for the export."""
-    check: str
-    message: str
-
-    def __str__(self) -> str:
-        where = "export" if self.index is None else f"entry {self.index}"
-        return f"{where}: {self.check}: {self.message}"
-
-    def as_data(self) -> dict[str, Any]:
-        return {"index": self.index, "check": self.check, "message": self.message}
-
-
-@dataclass(slots=True)
-class AuditReport:
-    origin: str
-    tree_size: int
-    """The size the export's header announces."""
-    trusted: bool
-    """True when the caller pinned the keys; otherwise the export's own keys were used."""
-    entries: int = 0
-    checkpoints: int = 0
-    checkpoints_verified: int = 0
-    keys: int = 0
-    violations: list[Violation] = field(default_factory=list)
-    warnings: list[Violation] = field(default_factory=list)
-    signers: dict[int, str] = field(default_factory=dict)
-    """The did:key whose signature verified each checkpoint, by tree size."""
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-    def as_data(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "origin": self.origin,
-            "treeSize": self.tree_size,
-            "trustedKeys": self.trusted,
-            "entries": self.entries,
-            "checkpoints": self.checkpoints,
-            "checkpointsVerified": self.checkpoints_verified,
-            "keys": self.keys,
-            "signers": {str(size): did for size, did in self.signers.items()},
-            "violations": [v.as_data() for v in self.violations],
-            "warnings": [w.as_data() for w in self.warnings],
-        }
-
-
 def audit(
     records: Iterable[dict[str, Any]],
     trusted_keys: Collection[str] | None = None,
@@ -126,6 +84,9 @@ def audit(
     header = next(stream, None)
     if header is None:
         raise MalformedInput("empty export: no header record")
+    if type(header) is not dict:
+        raise MalformedInput("the export header is not a JSON object")
+    check_bounds(header, "the export header", max_depth=2, max_nodes=64)
     replay = _Replay(header_of(header), trusted_keys, progress)
     for record in stream:
         replay.feed(record)
@@ -182,17 +143,23 @@ class _Replay:
         self.trusted = None if trusted is None else dict(_trusted(did) for did in trusted)
         self.keys: list[Key] = []
         self.tree = _Frontier()
-        self.pending: list[Checkpoint] = []  # read ahead of their last entry, by size
-        self.sealed = 0  # size of the last checkpoint whose signature and root both hold
+        # Checkpoints read ahead of their last entry: a heap by size (linear-time overall).
+        self.pending: list[tuple[int, int, Checkpoint]] = []
+        self.arrival = itertools.count()
+        self.sealed: int | None = None  # the largest checkpoint whose signature and root hold
         self.next_index = 0
         self.rules = Rules(self.violation, self.warning)
         self.progress = progress
 
     def feed(self, record: dict[str, Any]) -> None:
+        if type(record) is not dict:
+            raise MalformedInput("every export record is a JSON object")
         kind = record.get("type")
-        if kind == "entry":
+        if kind == "entry":  # entry_of reads only its int index and str leaf: no bound needed
             self.entry(record)
-        elif kind == "checkpoint":
+            return
+        check_bounds(record, "an export record", max_depth=2, max_nodes=64)
+        if kind == "checkpoint":
             self.checkpoint(checkpoint_of(record))
         elif kind == "key":
             if self.tree.size or self.report.checkpoints:
@@ -212,8 +179,8 @@ class _Replay:
         if event is not None:
             self.rules.apply(event)
         self.report.entries = size = self.tree.size
-        while self.pending and self.pending[0].size == size:
-            self.seal(self.pending.pop(0))
+        while self.pending and self.pending[0][0] == size:
+            self.seal(heapq.heappop(self.pending)[2])
         if self.progress is not None and size % PROGRESS_EVERY == 0:
             self.progress(size)
 
@@ -222,8 +189,7 @@ class _Replay:
         if cp.size == self.tree.size:
             self.seal(cp)
         elif cp.size > self.tree.size:
-            self.pending.append(cp)
-            self.pending.sort(key=lambda p: p.size)
+            heapq.heappush(self.pending, (cp.size, next(self.arrival), cp))
         else:
             message = f"checkpoint of size {cp.size} comes after entry {self.tree.size - 1}"
             self.violation(cp.last, "checkpoint-order", message + "; one pass cannot check it")
@@ -242,12 +208,13 @@ class _Replay:
             self.violation(cp.last, "checkpoint-record", "treeSize/rootHash differ from the note")
         computed = self.tree.root()
         if body.root_hash != computed:
-            span = f"entries [{self.sealed}, {cp.size})"
+            span = f"entries [{self.sealed or 0}, {cp.size})"
             message = f"signed root {body.root_hash.hex()}, computed {computed.hex()} over {span}"
             self.violation(cp.last, "checkpoint-root", message)
         elif text is not None and body.origin == self.origin:
             self.report.checkpoints_verified += 1
-            self.sealed = max(self.sealed, cp.size)
+            self.sealed = max(self.sealed or 0, cp.size)
+            self.report.proven_size = self.sealed
 
     def signed_text(self, cp: Checkpoint) -> str | None:
         """The note's text if a key verifies it; trusted, then covering keys tried first."""
@@ -284,16 +251,30 @@ class _Replay:
 
     def finish(self) -> AuditReport:
         report = self.report
-        for cp in self.pending:
+        for _, _, cp in sorted(self.pending):
             message = f"checkpoint of size {cp.size}, but the export has {self.tree.size} entries"
             self.violation(cp.last, "checkpoint-size", message)
         if report.tree_size != self.tree.size:
             message = f"header announces {report.tree_size} entries, found {self.tree.size}"
             self.violation(None, "export-size", message)
-        if self.sealed < self.tree.size:
-            message = f"entries [{self.sealed}, {self.tree.size}) are under no verified checkpoint"
-            self.warning(self.sealed, "uncovered", message)
+        self.coverage()
         return report
+
+    def coverage(self) -> None:
+        """Nothing passes unless a trusted, verified checkpoint covers every entry (issue 8)."""
+        if self.trusted is None:
+            message = (
+                "no trusted key was given: the checkpoints verify only under keys the export"
+                " lists itself, which proves consistency, not origin (pass --trust did:key:…)"
+            )
+            self.violation(None, "untrusted", message)
+        size = self.tree.size
+        if self.sealed is None:
+            message = f"no checkpoint verifies, so none of the {size} entries is proven"
+            self.violation(None, "uncovered", message)
+        elif self.sealed < size:
+            message = f"entries [{self.sealed}, {size}) are under no verified checkpoint"
+            self.violation(self.sealed, "uncovered", message)
 
     def violation(self, index: int | None, check: str, message: str) -> None:
         self.report.violations.append(Violation(index, check, message))

@@ -7,8 +7,9 @@ reported with its outcome (STYLE 8), beyond those of ``verify.receipt`` (run wit
 entry bytes, so the manifest's ``tenure.ledger.entry`` assertion is recomputed):
 
 - ``bundle:format``: the versioned ``type`` and every section has its shape;
-- ``keys``: each listed key is a well-formed did:key and is trusted (or, with no trusted keys
-  given, the bundle's own keys are used, and the report says so);
+- ``keys``: each listed key is a well-formed did:key and is trusted. With no trusted key given
+  this check fails (a bundle forged with the forger's own key would otherwise pass): the other
+  checks still run under the bundle's own keys, which proves consistency, not origin;
 - ``entry``: the entry's RFC 9162 leaf hash is the receipt's ``ledger.leafHash`` and the entry
   sits at the index the receipt and the proof name;
 - ``checkpoint``: the C2SP signed note verifies under a trusted key named after its origin, and
@@ -39,9 +40,9 @@ from verify.bundle_format import (
     SignedCheckpointJSON,
     is_bundle,
     parse_bundle,
-    parse_instant,
 )
 from verify.errors import MalformedInput, VerificationError
+from verify.limits import check_bounds
 from verify.multikey import DID_KEY_PREFIX, public_key_from_did, public_key_from_multibase
 from verify.note import key_id, parse_checkpoint, parse_note, verify_note
 from verify.receipt import Check, ReceiptError, Report, verify_receipt
@@ -72,7 +73,17 @@ def verify_document(
     request: bytes | None = None,
     entry: bytes | None = None,
 ) -> Report:
-    """Verify a bundle, or else a saved response or bare credential (``verify_receipt``)."""
+    """Verify a bundle, or else a saved response or bare credential (``verify_receipt``).
+
+    Bounded work whatever the input (issue 8): a document nested deeper or holding more values
+    than ``verify.limits`` allows fails ``format`` at once, and a credential tenure would never
+    issue fails before any canonicalization. Safe to run in a worker thread; pure.
+    ``trusted`` may be ``{did: verify.trust.Period}`` to bound when each key may have signed.
+    """
+    try:
+        check_bounds(document)
+    except MalformedInput as error:
+        return Report([Check("format", False, str(error))])
     if is_bundle(document):
         return verify_bundle(document, trusted)
     return _receipt_report(document, trusted, request, entry)
@@ -100,7 +111,8 @@ def check_bundle(bundle: Any, trusted: Collection[str] | None) -> None:
 
 
 def verify_bundle(bundle: Any, trusted: Collection[str] | None) -> Report:
-    """Every check of a bundle. ``trusted``: the did:keys to accept; None uses the bundle's own."""
+    """Every check of a bundle. ``trusted``: the did:keys to accept (or ``{did: Period}``);
+    None trusts nothing: the report then fails ``keys`` and ``issuer``."""
     report = Report()
     try:
         parsed = parse_bundle(bundle)
@@ -109,8 +121,10 @@ def verify_bundle(bundle: Any, trusted: Collection[str] | None) -> Report:
         return report
     report.add("bundle:format", True, BUNDLE_TYPE)
     note_keys = _check_keys(report, parsed, trusted)
-    receipt_trust = set(note_keys) if trusted is None else trusted
-    report.checks += _receipt_report(parsed.receipt, receipt_trust, entry=parsed.entry).checks
+    receipt = _receipt_report(parsed.receipt, trusted, entry=parsed.entry)
+    report.checks += receipt.checks
+    report.signed += ["entry, inclusion and checkpoint (signed notes)", *receipt.signed]
+    report.unsigned += ["keys[].validFrom/validUntil", *receipt.unsigned]
     _run(report, "entry", lambda: _entry(parsed))
     _run(report, "checkpoint", lambda: _checkpoint(parsed.checkpoint, note_keys, _issuer(parsed)))
     _run(report, "inclusion", lambda: _inclusion(parsed))
@@ -135,13 +149,14 @@ def _run(report: Report, name: str, check: Callable[[], str]) -> bool:
 def _check_keys(report: Report, bundle: Bundle, trusted: Collection[str] | None) -> NoteKeys:
     """Which keys may sign the checkpoints: the bundle's own, or the trusted ones."""
     try:
-        listed = {key.did: _listed_key(key, bundle.receipt) for key in bundle.keys}
+        listed = {key.did: _listed_key(key) for key in bundle.keys}
     except VerificationError as error:
         report.add("keys", False, str(error))
         return {}
     if trusted is None:
         dids = ", ".join(listed) or "none"
-        report.add("keys", bool(listed), f"trusted key from the bundle itself: {dids}")
+        detail = f"no trusted key was given; the bundle's own keys ({dids}) prove nothing"
+        report.add("keys", False, detail)
         return listed
     untrusted = [did for did in listed if did not in trusted]
     detail = f"not trusted: {', '.join(untrusted)}" if untrusted else "every listed key is trusted"
@@ -149,25 +164,13 @@ def _check_keys(report: Report, bundle: Bundle, trusted: Collection[str] | None)
     return _decode_trusted(trusted)
 
 
-def _listed_key(key: ListedKey, receipt: Mapping[str, Any]) -> bytes:
-    """The raw key of a listed did:key, checking it against its multikey and validity period."""
+def _listed_key(key: ListedKey) -> bytes:
+    """The raw key of a listed did:key, checked against its multikey. The validity dates a
+    bundle lists are unsigned: a key's period comes from the trusted keyring only
+    (``verify.trust``), so they are never consulted."""
     if key.did != DID_KEY_PREFIX + key.multibase:
         raise MalformedBundle(f"key {key.did} does not match its publicKeyMultibase")
-    raw = _raw(public_key_from_multibase(key.multibase))
-    credential = receipt.get("_provenance", receipt)
-    if isinstance(credential, dict) and credential.get("issuer") == key.did:
-        _check_validity(key, credential.get("validFrom"))
-    return raw
-
-
-def _check_validity(key: ListedKey, issued: Any) -> None:
-    """A receipt is issued within its key's validity period (DESIGN §5: keys rotate)."""
-    when = parse_instant(issued, "receipt validFrom")
-    start = parse_instant(key.valid_from, "key validFrom") if key.valid_from else None
-    end = parse_instant(key.valid_until, "key validUntil") if key.valid_until else None
-    if (start is not None and when < start) or (end is not None and when > end):
-        period = f"{key.valid_from} .. {key.valid_until or 'now'}"
-        raise VerificationError(f"receipt issued at {issued}, outside {key.did}'s period {period}")
+    return _raw(public_key_from_multibase(key.multibase))
 
 
 def _decode_trusted(trusted: Collection[str]) -> NoteKeys:

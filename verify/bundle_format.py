@@ -162,8 +162,8 @@ def _object(section: Mapping[str, Any], name: str, where: str = "bundle") -> dic
 
 def _int(section: Mapping[str, Any], name: str, where: str) -> int:
     value = section.get(name)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise MalformedBundle(f"{where}.{name} must be a non-negative integer")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 2**53 - 1:
+        raise MalformedBundle(f"{where}.{name} must be an integer in 0..2**53-1 (I-JSON)")
     return value
 
 

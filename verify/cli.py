@@ -17,8 +17,10 @@ from typing import Any, TextIO
 
 from verify.bundle import is_bundle, verify_document
 from verify.errors import MalformedInput
+from verify.limits import check_bounds
 from verify.multikey import public_key_from_did
 from verify.receipt import Report
+from verify.trust import Period, keyring_periods
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 TRUST_HINT = (
@@ -26,13 +28,16 @@ TRUST_HINT = (
     "(the JSON of GET /api/v1/keys)"
 )
 EPILOG = """\
-Without --trust or --keys, a bundle is checked against the keys it lists itself (the report
-says so), and a bare response or credential fails its issuer check.
+No trusted key, no pass: without --trust or --keys every file fails (a bundle its keys check,
+a response or credential its issuer check); the other checks still run and are reported.
+With --keys, a receipt issued outside its key's validFrom/validUntil fails its issuer check.
+The report names which parts of a file the signature covers and which it does not.
 
 exit codes:
   0  every file passes every check
   1  some check failed (each failed check is named, with the reason)
-  2  bad usage, or a file (or the keyring) cannot be read or is not JSON
+  2  bad usage, or a file (or the keyring) cannot be read, is not JSON, or nests deeper
+     or holds more values than any tenure document (see verify/limits.py)
 """
 
 
@@ -95,28 +100,32 @@ def main(argv: list[str] | None = None) -> int:
     return _exit_code(outcomes)
 
 
-def _trusted(dids: list[str] | None, keyring: str | None) -> frozenset[str] | None:
+def _trusted(
+    dids: list[str] | None, keyring: str | None
+) -> frozenset[str] | dict[str, Period] | None:
+    """The trusted dids; from a keyring, with the period each key was valid in."""
+    trusted: frozenset[str] | dict[str, Period] | None = None
     if keyring is not None:
-        dids = _keyring_dids(_load(keyring, "keyring"))
-    if dids is None:
-        return None
-    for did in dids:
+        trusted = _keyring_periods(_load(keyring, "keyring"))
+    elif dids is not None:
+        trusted = frozenset(dids)
+    for did in trusted or ():
         try:
             public_key_from_did(did)
         except MalformedInput as error:
             raise UsageError(f"{did!r} is not an Ed25519 did:key: {error}") from error
-    return frozenset(dids)
+    return trusted
 
 
-def _keyring_dids(keyring: Any) -> list[str]:
-    """The dids of ``{"keys": [{"did": …}, …]}`` (GET /api/v1/keys), or of a bare list."""
+def _keyring_periods(keyring: Any) -> dict[str, Period]:
+    """``{did: Period}`` of ``{"keys": [{"did": …}, …]}`` (GET /api/v1/keys), or a bare list."""
     keys = keyring.get("keys") if isinstance(keyring, dict) else keyring
-    if not isinstance(keys, list) or not all(isinstance(k, dict) for k in keys):
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, dict) for k in keys):
         raise UsageError('the keyring must be {"keys": [{"did": …}, …]}, as GET /api/v1/keys')
-    dids = [key.get("did") for key in keys]
-    if not dids or not all(isinstance(did, str) for did in dids):
-        raise UsageError("every key in the keyring needs a did")
-    return [str(did) for did in dids]
+    try:
+        return keyring_periods(keys)
+    except MalformedInput as error:
+        raise UsageError(f"keyring: {error}") from error
 
 
 def _load(path: str, what: str) -> Any:
@@ -129,9 +138,16 @@ def _load(path: str, what: str) -> Any:
     except (OSError, UnicodeDecodeError) as error:
         raise UsageError(f"cannot read {what} {path}: {error}") from error
     try:
-        return json.loads(text)
+        document = json.loads(text)
     except ValueError as error:
         raise UsageError(f"{what} {path} is not JSON: {error}") from error
+    except RecursionError as error:
+        raise UsageError(f"{what} {path} nests too deep for a tenure document") from error
+    try:
+        check_bounds(document, f"{what} {path}")
+    except MalformedInput as error:
+        raise UsageError(str(error)) from error
+    return document
 
 
 def _verify_file(path: str, trusted: Collection[str] | None) -> Outcome:
@@ -165,10 +181,14 @@ def _text(outcome: Outcome, untrusted: bool) -> str:
     lines = [f"{outcome.path}: {outcome.kind} {'PASS' if report.ok else 'FAIL'}"]
     for check in report.checks:
         lines.append(f"  {'✓' if check.ok else '✗'} {check.name}: {check.detail}")
+    if report.signed:
+        lines.append(f"  signed: {'; '.join(report.signed)}")
+    if report.unsigned:
+        lines.append(f"  NOT signed (nothing vouches for these): {', '.join(report.unsigned)}")
     failed = [check.name for check in report.checks if not check.ok]
     if failed:
         lines.append(f"  failed: {', '.join(failed)}")
-    if untrusted and "issuer" in failed:
+    if untrusted and {"issuer", "keys"} & set(failed):
         lines.append(f"  hint: {TRUST_HINT}")
     return "\n".join(lines) + "\n"
 

@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from verify import jcs
 from verify.errors import MalformedInput, SignatureError, VerificationError
+from verify.limits import check_bounds
 from verify.multikey import multibase_decode, resolve_did_key
 
 JCS_SUITE = "eddsa-jcs-2022"
@@ -138,6 +139,7 @@ def check_proof(
     ``resolve_key`` maps the proof's verificationMethod to its key and raises a
     VerificationError (UntrustedKey, MalformedInput) when it cannot.
     """
+    check_bounds(secured, "the secured document")  # before any canonicalization (issue 8)
     proof = _proof_of(secured)
     signature = _validate_proof(proof)
     unsecured = {key: value for key, value in secured.items() if key != "proof"}

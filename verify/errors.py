@@ -50,8 +50,8 @@ class UndefinedTerm(MalformedInput):
     """A JSON-LD term or type is not defined by the document's contexts (RDFC would drop it)."""
 
 
-if TYPE_CHECKING:  # the report type lives with the audit, which imports this module
-    from verify.audit import AuditReport
+if TYPE_CHECKING:  # the report type lives beside the audit, which imports this module
+    from verify.audit_report import AuditReport
 
 
 class AuditFailed(VerificationError):

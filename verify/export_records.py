@@ -18,6 +18,7 @@ from typing import Any
 from verify.errors import MalformedInput
 from verify.invariants import Event, Flag
 from verify.jcs import MAX_SAFE_INTEGER
+from verify.limits import check_bounds
 from verify.multikey import DID_KEY_PREFIX, public_key_from_multibase
 
 __all__ = [
@@ -75,8 +76,11 @@ def parse_lines(lines: Iterable[str | bytes]) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue  # blank lines are allowed
             raise MalformedInput(f"line {number} is not JSON: {e}") from e
+        except RecursionError as e:  # nested deeper than the decoder's stack allows
+            raise MalformedInput(f"line {number} nests too deep for an export record") from e
         if type(record) is not dict or text[end:].strip():
             raise MalformedInput(f"line {number} is not one JSON object")
+        check_bounds(record, f"line {number}", max_depth=2, max_nodes=64)  # records are flat
         yield record
 
 
@@ -177,6 +181,9 @@ def event_of(index: int, leaf: bytes, violation: Flag) -> Event | None:
         entry = _DECODER.raw_decode(leaf.decode())[0]  # trailing bytes fail the JCS check
     except ValueError as e:  # JSONDecodeError and UnicodeDecodeError alike
         violation(index, "entry-json", f"not JSON: {e}")
+        return None
+    except RecursionError:
+        violation(index, "entry-json", "nested too deep to be a v1 entry")
         return None
     problem = _shape(entry) if type(entry) is dict else "not a JSON object"
     if problem is None and not _is_canonical(entry, leaf):

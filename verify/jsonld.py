@@ -24,8 +24,10 @@ from importlib import resources
 from typing import Any
 
 from pyld import jsonld, nquads
+from pyld.canon import URDNA2015
 
 from verify.errors import MalformedInput, UndefinedTerm, UnknownContext
+from verify.limits import check_bounds
 
 # IRI -> file in verify/contexts/. Add a row when a context file is added.
 CONTEXT_FILES: Mapping[str, str] = {
@@ -45,6 +47,14 @@ _pinned: dict[str, Any] = {}
 # What pyld's to_rdf accepts as an absolute IRI (pyld.jsonld._is_absolute_iri), or a blank node.
 # N-Quads IRIREF also forbids <>"{}|^`\ and controls: refuse what canonical form would escape.
 _ABSOLUTE_IRI = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+\-.]*|_):[^\x00-\x20<>\"{}|^`\\]*$")
+
+# RDFC-1.0 §4.4 asks implementations to bound their work: some datasets ("poison graphs") make
+# Hash N-Degree Quads exponential. A tenure credential yields about 40 quads over 15 blank nodes
+# and a handful of N-degree calls; these bounds leave ample room and refuse the rest in
+# milliseconds.
+MAX_QUADS = 400
+MAX_BLANK_NODES = 100
+MAX_N_DEGREE_CALLS = 200
 
 # RDFC-1.0 canonical N-Quads escape \b \t \n \f \r \" \\ and write every other control
 # character as \uXXXX (uppercase hex); pyld 3.3 escapes only five and writes the rest raw, which
@@ -109,20 +119,59 @@ def _pin(iri: str, document: Any) -> None:
 def canonicalize_rdfc(
     document: Mapping[str, Any], extra_contexts: Mapping[str, Any] | None = None
 ) -> str:
-    """RDFC-1.0 canonical N-Quads of a JSON-LD document; refuse undefined terms and types."""
-    options = {
-        "algorithm": "URDNA2015",
-        "format": "application/n-quads",
+    """RDFC-1.0 canonical N-Quads of a JSON-LD document; refuse undefined terms and types, and
+    documents whose canonicalization would exceed the work bounds above (MalformedInput)."""
+    check_bounds(document, "the JSON-LD document")
+    options: dict[str, Any] = {
         # No base IRI: pyld would otherwise resolve relative IRIs against its
         # http://example.org/base/ placeholder, signing what other processors drop.
         "base": None,
         "documentLoader": document_loader(extra_contexts),
+        "produceGeneralizedRdf": False,
     }
     try:
-        result: str = _StrictProcessor().normalize(dict(document), options)
+        # What pyld's normalize does (to_rdf, then URDNA2015), with the dataset measured between.
+        dataset = _StrictProcessor().to_rdf(dict(document), options)
+        _check_dataset(dataset)
+        output = {"algorithm": "URDNA2015", "format": "application/n-quads"}
+        result: str = _BoundedCanonicalizer().main(dataset, output)
     except jsonld.JsonLdError as e:
         raise _translate(e) from e
     return result
+
+
+def _check_dataset(dataset: dict[str, list[dict[str, Any]]]) -> None:
+    quads = [quad for triples in dataset.values() for quad in triples]
+    if len(quads) > MAX_QUADS:
+        raise MalformedInput(f"the document yields {len(quads)} RDF quads (at most {MAX_QUADS})")
+    blanks = {
+        term["value"]
+        for quad in quads
+        for term in (quad["subject"], quad["object"])
+        if term.get("type") == "blank node"
+    } | {name for name in dataset if name.startswith("_:")}
+    if len(blanks) > MAX_BLANK_NODES:
+        raise MalformedInput(
+            f"the document has {len(blanks)} blank nodes (at most {MAX_BLANK_NODES})"
+        )
+
+
+class _BoundedCanonicalizer(URDNA2015):  # type: ignore[misc]
+    """pyld's RDFC-1.0, refusing to run Hash N-Degree Quads (§4.8) more than a bounded number of
+    times: the step whose cost explodes on poison graphs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.n_degree_calls = 0
+
+    def hash_n_degree_quads(self, id_: Any, issuer: Any) -> Any:
+        self.n_degree_calls += 1
+        if self.n_degree_calls > MAX_N_DEGREE_CALLS:
+            raise MalformedInput(
+                f"RDF canonicalization needs more than {MAX_N_DEGREE_CALLS} Hash N-Degree Quads"
+                " steps (RDFC-1.0 §4.4): refused"
+            )
+        return super().hash_n_degree_quads(id_, issuer)
 
 
 def _translate(error: jsonld.JsonLdError) -> MalformedInput:

@@ -22,7 +22,9 @@ from typing import Any
 from verify.dataintegrity import verify_proof
 from verify.errors import VerificationError
 from verify.jcs import canonicalize
+from verify.receipt_shape import check_credential_shape
 from verify.rfc9162 import leaf_hash
+from verify.trust import issued_outside
 
 VC_CONTEXT = "https://www.w3.org/ns/credentials/v2"
 TENURE_CONTEXT = "https://w3id.org/tenure/v1"
@@ -93,6 +95,10 @@ class Check:
 @dataclass(slots=True)
 class Report:
     checks: list[Check] = field(default_factory=list)
+    signed: list[str] = field(default_factory=list)
+    """The parts of the document the signature covers (directly or through a manifest hash)."""
+    unsigned: list[str] = field(default_factory=list)
+    """The parts it does not: nothing vouches for them, whatever they say."""
 
     @property
     def ok(self) -> bool:
@@ -104,7 +110,10 @@ class Report:
 
     def as_data(self) -> dict[str, Any]:
         checks = [check.as_data() for check in self.checks]
-        return {"status": "pass" if self.ok else "fail", "checks": checks}
+        data: dict[str, Any] = {"status": "pass" if self.ok else "fail", "checks": checks}
+        if self.signed or self.unsigned:
+            data["coverage"] = {"signed": self.signed, "unsigned": self.unsigned}
+        return data
 
 
 def split_receipt(document: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
@@ -127,14 +136,21 @@ def verify_receipt(
     request: bytes | None = None,
     entry: bytes | None = None,
 ) -> Report:
-    """Every check of a receipt. ``trusted`` are the did:keys to accept (None: trust none)."""
+    """Every check of a receipt. ``trusted`` are the did:keys to accept (None: trust none); a
+    ``{did: verify.trust.Period}`` mapping also bounds when each key may have issued it.
+
+    The credential's shape is checked first (``verify.receipt_shape``): one tenure never issues
+    fails ``format`` and is neither canonicalized nor hashed, so no input costs real time.
+    """
     report = Report()
     try:
         data, credential = split_receipt(document)
-    except ReceiptError as error:
+        check_credential_shape(credential, SUBJECT_FIELDS, LABELS)
+    except VerificationError as error:
         report.add("format", False, str(error))
         return report
     report.add("format", True, "response with _provenance" if data else "bare credential")
+    _coverage(report, document, data)
     _check_proof(report, credential, trusted)
     subject = credential.get("credentialSubject")
     if not isinstance(subject, dict):
@@ -172,9 +188,22 @@ def _check_proof(
         report.add("issuer", False, "the proof's key is not the issuer's did:key")
     elif trusted is None:
         report.add("issuer", False, f"{issuer} is not trusted: no trusted key was given")
+    elif issuer not in trusted:
+        report.add("issuer", False, f"{issuer} is not trusted")
+    elif (outside := issued_outside(trusted, issuer, credential.get("validFrom"))) is not None:
+        report.add("issuer", False, f"{issuer} is trusted, but the receipt was {outside}")
     else:
-        trusted_ok = issuer in trusted
-        report.add("issuer", trusted_ok, f"{issuer} is {'' if trusted_ok else 'not '}trusted")
+        report.add("issuer", True, f"{issuer} is trusted")
+
+
+def _coverage(report: Report, document: dict[str, Any], data: dict[str, Any] | None) -> None:
+    """Name what the signature covers and what it does not (issue 8, item 14)."""
+    if data is None:
+        report.signed.append("the whole credential but proof.proofValue")
+        return
+    report.signed += ["_provenance (but proof.proofValue)", "data (through tenure.data)"]
+    report.unsigned += sorted(name for name in document if name not in ("data", "_provenance"))
+    report.unsigned += sorted(f"data.{name}" for name in SECRET_DATA_FIELDS if name in data)
 
 
 def _check_manifest(
