@@ -8,12 +8,12 @@ import sqlite3
 import time
 from base64 import urlsafe_b64encode
 
+from api.names import minted_namespace
 from api.schemas import InputError
 
 ANONYMOUS = "anon"
 NAMESPACE_PREFIX = "ns_"
 API_KEY_PREFIX = "tnr_"
-_NAMESPACE_LENGTH = len(NAMESPACE_PREFIX) + 43  # 256 bits of base64url, unpadded
 
 
 def _secret(prefix: str) -> str:
@@ -36,11 +36,6 @@ def create_api_key(conn: sqlite3.Connection, name: str) -> str:
         (digest(key), name, name, int(time.time() * 1000)),
     )
     return key
-
-
-def high_entropy(name: str) -> bool:
-    """Anonymous-tenant names are capabilities: 32..200 characters, not a guessable word."""
-    return 32 <= len(name) <= 200 and len(set(name)) >= 10
 
 
 class Tenancy:
@@ -81,8 +76,11 @@ class Tenancy:
         return tenant
 
     def _namespace_tenant(self, namespace: str) -> str:
-        if not namespace.startswith(NAMESPACE_PREFIX) or len(namespace) != _NAMESPACE_LENGTH:
-            message = "namespace must be one minted by POST /api/v1/namespaces"
+        if not minted_namespace(namespace):
+            message = (
+                "namespace must be one minted by POST /api/v1/namespaces: 'ns_' and 43 base64url"
+                " characters encoding 256 bits"
+            )
             raise InputError("invalid_value", message, "namespace")
         return hashlib.sha256(namespace.encode()).hexdigest()[:32]
 
