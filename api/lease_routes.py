@@ -10,7 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from api.names import RULE, high_entropy
-from api.requests import caller_tenant, parse, read_body, runtime_of
+from api.requests import caller_tenant, limit_client, parse, read_body, runtime_of
 from api.responses import JSON, respond, suite_of
 from api.schemas import OPS, InputError, LeaseBody, NamespaceBody
 from api.settings import Settings
@@ -144,6 +144,7 @@ def lease_routes(app: FastAPI, settings: Settings) -> None:
     @app.post("/api/v1/namespaces", status_code=201)
     async def namespaces(request: Request) -> Response:
         """Mint a namespace: a 256-bit secret whose hash names a fresh tenant."""
+        limit_client(request)
         parse(NamespaceBody, await read_body(request, settings.body_max_bytes))
         data = {"status": "pass", "namespace": mint_namespace(), "entropyBits": 256}
         return respond(request, data, 201)

@@ -7,6 +7,7 @@ import secrets
 import sqlite3
 import time
 from base64 import urlsafe_b64encode
+from collections import OrderedDict
 
 from api.names import minted_namespace
 from api.schemas import InputError
@@ -86,18 +87,36 @@ class Tenancy:
 
 
 class RateLimiter:
-    """A token bucket per tenant: `rate` requests/s, bursts to twice that (DESIGN §3.3)."""
+    """A token bucket per tenant or client address: `rate` requests/s, bursts to twice that
+    (DESIGN §3.3). Buckets are kept in least-recently-used order; a bucket that has refilled
+    is the same as none and is dropped, and past `max_buckets` the least recently used goes, so
+    memory stays bounded however many namespaces are minted (issue 8 item 11)."""
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: float, max_buckets: int = 100_000) -> None:
         self.rate = rate
         self.burst = 2 * rate
-        self._buckets: dict[str, tuple[float, float]] = {}
+        self.max_buckets = max_buckets
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._buckets)
 
     def retry_after(self, tenant: str, now: float) -> float | None:
-        tokens, last = self._buckets.get(tenant, (self.burst, now))
+        tokens, last = self._buckets.pop(tenant, (self.burst, now))
         tokens = min(self.burst, tokens + (now - last) * self.rate)
+        wait = None
         if tokens < 1:
-            self._buckets[tenant] = (tokens, now)
-            return (1 - tokens) / self.rate
-        self._buckets[tenant] = (tokens - 1, now)
-        return None
+            wait = (1 - tokens) / self.rate
+        else:
+            tokens -= 1
+        self._buckets[tenant] = (tokens, now)
+        self._drop(now)
+        return wait
+
+    def _drop(self, now: float) -> None:
+        while self._buckets:
+            oldest, (tokens, last) = next(iter(self._buckets.items()))
+            full = tokens + (now - last) * self.rate >= self.burst
+            if not full and len(self._buckets) <= self.max_buckets:
+                return
+            del self._buckets[oldest]

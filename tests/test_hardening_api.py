@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import json
+import secrets
+import signal
 import threading
 import time
 from typing import Any
@@ -51,6 +53,8 @@ def test_a_costly_verify_never_stalls_the_server(fresh_server: Server) -> None:
         assert answers and answers[0].status_code == 200, answers
         report = answers[0].json()["data"]
         assert report["status"] == "fail", report
+    # A verification still running never holds up SIGTERM (Server.stop waits 20 s at most).
+    assert fresh_server.stop() in (0, -signal.SIGTERM)
 
 
 @pytest.mark.parametrize(
@@ -128,3 +132,21 @@ def test_a_huge_log_index_is_a_failed_check(api: httpx.Client) -> None:
         answer = api.post("/api/v1/verify-provenance", json=forged)
         assert answer.status_code == 200, answer.text
         assert answer.json()["data"]["status"] == "fail"
+
+
+def test_free_tenants_are_limited_per_address_too(fresh_server: Server) -> None:
+    """Minting a namespace per request must not sidestep the rate limit (issue 8 item 11)."""
+    fresh_server.args = ["--rate-limit", "2"]
+    fresh_server.start()
+    with fresh_server.client() as api:
+        statuses = []
+        for _ in range(8):
+            namespace = "ns_" + secrets.token_urlsafe(32)
+            body = {"resource": "r", "holder": "w", "namespace": namespace}
+            statuses.append(lease(api, "acquire", **body).status_code)
+        assert 429 in statuses, statuses
+        for path in ("/api/v1/log/checkpoint", "/api/v1/keys"):
+            limited = [api.get(path).status_code for _ in range(8)]
+            assert 429 in limited, (path, limited)
+        verify = [api.post("/api/v1/verify-provenance", json={}).status_code for _ in range(8)]
+        assert 429 in verify, verify

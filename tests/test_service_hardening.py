@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from api.tenancy import RateLimiter
 from ledger.calls import LeaseCall
 from ledger.service import LeaseService
 from ledger.store import open_db
@@ -94,3 +95,15 @@ def test_the_sweeper_expires_requests_and_fires_dead_men_exactly_when_due(tmp_pa
         conn.close()
 
     asyncio.run(scenario())
+
+
+def test_the_rate_limiter_keeps_few_buckets() -> None:
+    limiter = RateLimiter(rate=1.0, max_buckets=1000)
+    for n in range(10_000):  # a namespace per request, each in its own bucket
+        assert limiter.retry_after(f"ns/{n}", 0.0) is None
+    assert len(limiter) <= 1000
+    assert limiter.retry_after("ns/last", 10.0) is None  # every other bucket has refilled
+    assert len(limiter) == 1
+    for _ in range(2):
+        limiter.retry_after("busy", 20.0)
+    assert limiter.retry_after("busy", 20.0) is not None  # dropping never resets a live bucket
