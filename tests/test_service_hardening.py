@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 
 from api.tenancy import RateLimiter
+from ledger.answers import REDACTED, redact
 from ledger.calls import LeaseCall
 from ledger.service import LeaseService
 from ledger.store import open_db
@@ -107,3 +108,14 @@ def test_the_rate_limiter_keeps_few_buckets() -> None:
     for _ in range(2):
         limiter.retry_after("busy", 20.0)
     assert limiter.retry_after("busy", 20.0) is not None  # dropping never resets a live bucket
+
+
+def test_redaction_covers_the_usual_secret_names() -> None:
+    names = [
+        "passwd", "PWD", "db_pwd", "credentials", "access_key", "AWS_ACCESS_KEY_ID", "Cookie",
+        "set-cookie", "session", "sessionId", "x-api-key", "client.secret", "jwt", "otp",
+    ]  # fmt: skip
+    result = {"outer": [{name: "hunter2" for name in names}], "author": "ok", "count": 3}
+    redacted = redact(result)
+    assert redacted["outer"][0] == dict.fromkeys(names, REDACTED)
+    assert redacted["author"] == "ok" and redacted["count"] == 3
