@@ -284,6 +284,9 @@ class LeaseService:
             answer, pending = await asyncio.wait_for(asyncio.shield(waiter.future), seconds)
         except asyncio.CancelledError:
             self._waiters.leave(key, waiter)  # the caller is gone: grant it no slot later
+            if waiter.future.cancelled() and not _cancelling():
+                # Storage recovery (or shutdown) dropped the queue, not the caller: 503 unknown.
+                raise StorageUnavailable("the wait ended while storage recovered") from None
             raise
         except TimeoutError:
             self._waiters.leave(key, waiter)
@@ -396,6 +399,11 @@ class LeaseService:
         change = self._requests.forget_before(now - self.limits.idempotency_seconds * 1000)
         if change is not None:
             self._submit_unattended([change])
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _digest_of(call: LeaseCall) -> bytes | None:

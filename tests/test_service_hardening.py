@@ -5,11 +5,15 @@ finds what is due through deadline indexes (and still fires exactly when due), a
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
+import pytest
+
+from api import logs as access_log
 from api.tenancy import RateLimiter
 from ledger.answers import REDACTED, redact
-from ledger.calls import LeaseCall
+from ledger.calls import LeaseCall, StorageUnavailable
 from ledger.service import LeaseService
 from ledger.store import open_db
 
@@ -119,3 +123,40 @@ def test_redaction_covers_the_usual_secret_names() -> None:
     redacted = redact(result)
     assert redacted["outer"][0] == dict.fromkeys(names, REDACTED)
     assert redacted["author"] == "ok" and redacted["count"] == 3
+
+
+def test_waiters_get_storage_unavailable_during_recovery(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        conn = open_db(tmp_path)
+        service = LeaseService(conn, SECRET, clock=Clock())
+        await service.start(sweep_interval=3600)
+        await service.lease(call("acquire", holder="a"))
+        waiting = asyncio.ensure_future(service.lease(call("wait", holder="b", wait_seconds=30)))
+        await asyncio.sleep(0.01)
+        conn.execute(
+            "CREATE TRIGGER disk_full BEFORE INSERT ON entries "
+            "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+        with pytest.raises(StorageUnavailable):
+            await service.lease(call("acquire", "other", holder="c"))
+        with pytest.raises(StorageUnavailable):  # answered 503 unknown, not a bare 500
+            await asyncio.wait_for(waiting, 5)
+        conn.execute("DROP TRIGGER disk_full")
+        await service.stop()
+        conn.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_500_log_line_names_no_scope(caplog: pytest.LogCaptureFixture) -> None:
+    access_log.install()
+    scope = "scope-" + "ab12" * 8
+    with caplog.at_level(logging.ERROR, logger="tenure"):
+        try:
+            raise RuntimeError("boom")
+        except RuntimeError:
+            logging.getLogger("tenure").exception(
+                "unhandled error on %s", f"/api/v1/scopes/{scope}/release"
+            )
+    assert caplog.records and scope not in caplog.text
+    assert "/api/v1/scopes/[scope]/release" in caplog.text
