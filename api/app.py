@@ -19,12 +19,13 @@ from api import logs as access_log
 from api.bundle_routes import bundle_routes
 from api.lease_routes import ClientGone, lease_routes
 from api.log_routes import checkpoint_forever, log_routes
-from api.requests import RetryAfter, Runtime, parse_json, read_body, runtime_of
+from api.requests import RetryAfter, Runtime, limit_client, parse_json, read_body, runtime_of
 from api.responses import error_response, raw, respond, unknown_response
 from api.schemas import InputError
 from api.scope_routes import scope_routes
 from api.settings import Settings
 from api.tenancy import RateLimiter, Tenancy
+from api.verifying import BoundedVerifier
 from ledger.calls import Limits, StorageUnavailable, now_ms
 from ledger.keyring import load_or_create_secret, record_keys, signing_keys
 from ledger.log import LogReader
@@ -32,7 +33,6 @@ from ledger.provenance import Issuer
 from ledger.service import LeaseService
 from ledger.signer import Signer
 from ledger.store import DB_NAME, connect, default_origin, open_db
-from verify.bundle import verify_document
 
 logger = logging.getLogger("tenure")
 
@@ -43,7 +43,9 @@ def _entry_named_by(log: LogReader, document: Any) -> bytes | None:
         index = document["data"]["ledger"]["logIndex"]
     except (KeyError, TypeError):
         return None
-    return log.entry(index) if isinstance(index, int) and index >= 0 else None
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < 2**63:
+        return None  # no such entry: the verifier's entry check fails, the server does not
+    return log.entry(index)
 
 
 def _tune_gc() -> None:
@@ -138,13 +140,16 @@ def _handlers(app: FastAPI) -> None:
 
 
 def _routes(app: FastAPI, settings: Settings) -> None:
+    verifier = BoundedVerifier(settings.verify_concurrency, settings.verify_budget_seconds)
+
     @app.post("/api/v1/verify-provenance")
     async def verify_provenance(request: Request) -> Response:
         """Verify a saved response, a credential or a bundle; free and without side effects."""
+        limit_client(request)
         document = parse_json(await read_body(request, settings.verify_body_max_bytes))
         log: LogReader = request.app.state.log
         trusted = {str(key["did"]) for key in log.keys()}  # noqa: SIM118
-        report = verify_document(document, trusted, entry=_entry_named_by(log, document))
+        report = await verifier.verify(document, trusted, _entry_named_by(log, document))
         return respond(request, report.as_data(), 200)
 
     @app.get("/healthz")

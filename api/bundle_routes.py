@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import Response
 
-from api.log_routes import out_of_range, publish_checkpoint
+from api.log_routes import LIMITED, out_of_range, publish_checkpoint
 from api.responses import raw, suite_of
 from ledger.bundle import build_bundle
 from ledger.calls import now_ms
@@ -19,7 +19,7 @@ TreeSize = Annotated[int | None, Query(alias="treeSize", ge=1)]
 
 
 def bundle_routes(app: FastAPI) -> None:
-    @app.get("/api/v1/log/bundle/{index}")
+    @app.get("/api/v1/log/bundle/{index}", dependencies=LIMITED)
     async def bundle(
         request: Request, index: Annotated[int, Path(ge=0)], tree_size: TreeSize = None
     ) -> Response:

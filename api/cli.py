@@ -94,6 +94,10 @@ def _serve(args: argparse.Namespace) -> int:
     if not 1 <= args.ttl_max <= 86400:
         print("tenure: --ttl-max must be 1..86400", file=sys.stderr)
         return 2
+    problem = _storage_problem(args.data, args.keys)
+    if problem is not None:
+        print(f"tenure: {problem}", file=sys.stderr)
+        return 2
     settings = Settings(
         data_dir=args.data,
         keys_dir=args.keys,
@@ -115,6 +119,30 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=5,
     )
     return 0
+
+
+def _storage_problem(data: Path, keys: Path) -> str | None:
+    """Why the ledger or the keys cannot be written, said before the server starts (a read-only
+    folder is an operator's mistake, not a traceback)."""
+    import sqlite3
+
+    from ledger.keyring import load_or_create_secret
+    from ledger.store import open_db
+
+    try:
+        conn = open_db(data)
+        try:
+            conn.execute("BEGIN IMMEDIATE")  # takes the write lock: fails on a read-only ledger
+            conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+    except (OSError, sqlite3.Error) as error:
+        return f"cannot write the ledger in {data}: {error} (it needs a writable folder)"
+    try:
+        load_or_create_secret(keys)
+    except OSError as error:
+        return f"cannot use the key folder {keys}: {error}"
+    return None
 
 
 def _apikey(args: argparse.Namespace) -> int:

@@ -9,11 +9,12 @@ from collections.abc import Awaitable
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from api.requests import caller_tenant, parse, read_body, runtime_of
+from api.names import RULE, high_entropy
+from api.requests import caller_tenant, limit_client, parse, read_body, runtime_of
 from api.responses import JSON, respond, suite_of
 from api.schemas import OPS, InputError, LeaseBody, NamespaceBody
 from api.settings import Settings
-from api.tenancy import ANONYMOUS, high_entropy, mint_namespace
+from api.tenancy import ANONYMOUS, mint_namespace
 from ledger.calls import Answer, LeaseCall
 from ledger.leases import Outcome
 from verify.errors import VerificationError
@@ -57,7 +58,7 @@ def _call(body: LeaseBody, op: str, tenant: str, settings: Settings) -> LeaseCal
     if op == "complete" and len(_canonical_result(body.result)) > 32 * 1024:
         raise InputError("too_large", "result exceeds 32 KiB of canonical JSON", "result", 413)
     if tenant == ANONYMOUS and not high_entropy(body.resource):
-        message = "in the anonymous tenant a resource must be a random string of 32..200 chars"
+        message = f"in the anonymous tenant a resource {RULE}"
         raise InputError("low_entropy", message, "resource")
     return LeaseCall(
         op=op,
@@ -143,6 +144,7 @@ def lease_routes(app: FastAPI, settings: Settings) -> None:
     @app.post("/api/v1/namespaces", status_code=201)
     async def namespaces(request: Request) -> Response:
         """Mint a namespace: a 256-bit secret whose hash names a fresh tenant."""
+        limit_client(request)
         parse(NamespaceBody, await read_body(request, settings.body_max_bytes))
         data = {"status": "pass", "namespace": mint_namespace(), "entropyBits": 256}
         return respond(request, data, 201)

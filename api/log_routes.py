@@ -6,9 +6,10 @@ import asyncio
 import contextlib
 from typing import Annotated
 
-from fastapi import FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import Response
 
+from api.requests import limit_client
 from api.responses import raw
 from api.schemas import InputError
 from ledger.calls import StorageUnavailable, now_ms
@@ -18,6 +19,7 @@ from verify.jsonld import bundled_contexts
 from verify.receipt import CONTEXTS, VC_CONTEXT
 
 NonNegative = Annotated[int, Query(ge=0)]
+LIMITED = [Depends(limit_client)]  # no tenant here: rate-limited per client address
 
 
 def _log(request: Request) -> LogReader:
@@ -55,13 +57,13 @@ def out_of_range(error: OutOfRange) -> InputError:
 
 
 def log_routes(app: FastAPI) -> None:
-    @app.get("/api/v1/log/checkpoint")
+    @app.get("/api/v1/log/checkpoint", dependencies=LIMITED)
     async def checkpoint(request: Request) -> Response:
         """The latest signed checkpoint (C2SP tlog-checkpoint in a signed note)."""
         signed = await publish_checkpoint(_log(request), _service(request))
         return raw(signed.as_data())
 
-    @app.get("/api/v1/log/entries")
+    @app.get("/api/v1/log/entries", dependencies=LIMITED)
     async def entries(request: Request, start: NonNegative, end: NonNegative) -> Response:
         """Entries [start, end) as exact leaf bytes (base64) and parsed JSON; at most 1000."""
         try:
@@ -70,7 +72,7 @@ def log_routes(app: FastAPI) -> None:
             raise out_of_range(error) from error
         return raw({"start": start, "entries": found})
 
-    @app.get("/api/v1/log/proof/inclusion")
+    @app.get("/api/v1/log/proof/inclusion", dependencies=LIMITED)
     async def inclusion(
         request: Request,
         index: NonNegative,
@@ -82,7 +84,7 @@ def log_routes(app: FastAPI) -> None:
         except OutOfRange as error:
             raise out_of_range(error) from error
 
-    @app.get("/api/v1/log/proof/consistency")
+    @app.get("/api/v1/log/proof/consistency", dependencies=LIMITED)
     async def consistency(request: Request, first: NonNegative, second: NonNegative) -> Response:
         """RFC 9162 consistency proof between the trees of sizes `first` and `second`."""
         try:
@@ -90,12 +92,12 @@ def log_routes(app: FastAPI) -> None:
         except OutOfRange as error:
             raise out_of_range(error) from error
 
-    @app.get("/api/v1/keys")
+    @app.get("/api/v1/keys", dependencies=LIMITED)
     async def keys(request: Request) -> Response:
         """Every signing key ever used, with its did:key, multikey and validity period."""
         return raw({"keys": _log(request).keys()})
 
-    @app.get("/api/v1/contexts")
+    @app.get("/api/v1/contexts", dependencies=LIMITED)
     async def contexts(request: Request) -> Response:
         """Every JSON-LD context the credentials use beyond the VC 2.0 base context."""
         bundled = bundled_contexts()

@@ -2,7 +2,8 @@
 
 Bodies and headers are never logged. Paths are, and one path segment can be a capability: a
 scope name, which in the anonymous tenant must be unguessable exactly because knowing it lets one
-release the scope. The filter below replaces it before uvicorn formats the line.
+release the scope. The filter below replaces it before the line is formatted, in uvicorn's
+access log and in tenure's own log (whose 500 lines name the path).
 """
 
 from __future__ import annotations
@@ -10,17 +11,23 @@ from __future__ import annotations
 import logging
 import re
 
-_SCOPE = re.compile(r"^(/api/v1/scopes/)[^/?]+")
+_SCOPE = re.compile(r"(/api/v1/scopes/)[^/?\s\"]+")
+
+
+def redact_path(text: str) -> str:
+    return _SCOPE.sub(r"\1[scope]", text)
 
 
 class RedactScopes(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
-        if isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str):
-            path = _SCOPE.sub(r"\1[scope]", args[2])
-            record.args = (*args[:2], path, *args[3:])
+        if isinstance(args, tuple):
+            record.args = tuple(redact_path(a) if isinstance(a, str) else a for a in args)
+        if isinstance(record.msg, str):
+            record.msg = redact_path(record.msg)
         return True
 
 
 def install() -> None:
-    logging.getLogger("uvicorn.access").addFilter(RedactScopes())
+    for name in ("uvicorn.access", "uvicorn.error", "tenure"):
+        logging.getLogger(name).addFilter(RedactScopes())

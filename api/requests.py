@@ -4,6 +4,7 @@ runtime; and who is calling, rate-limited per tenant (DESIGN §3.1, §3.3)."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -31,15 +32,29 @@ def runtime_of(request: Request) -> Runtime:
 
 
 def caller_tenant(request: Request, namespace: str | None, sub: str | None) -> str:
+    """The caller's tenant, rate-limited per tenant, and per client address as well for the
+    tenants anyone can enter (the anonymous one, and namespaces, which are free to mint)."""
     runtime = runtime_of(request)
     namespace = namespace or request.headers.get("tenure-namespace")
     tenant = runtime.tenancy.resolve(request.headers.get("authorization"), namespace, sub)
-    wait = runtime.limiter.retry_after(tenant, time.monotonic())
+    _limit(runtime, tenant, "tenant")
+    if not tenant.startswith("key/"):
+        limit_client(request)
+    return tenant
+
+
+def limit_client(request: Request) -> None:
+    """Rate-limit by client address: for endpoints without a tenant (verify, log, namespaces)."""
+    host = request.client.host if request.client is not None else "unknown"
+    _limit(runtime_of(request), "addr/" + host, "client address")
+
+
+def _limit(runtime: Runtime, bucket: str, who: str) -> None:
+    wait = runtime.limiter.retry_after(bucket, time.monotonic())
     if wait is not None:
-        raise InputError("rate_limited", "too many requests for this tenant", status=429) from (
+        raise InputError("rate_limited", f"too many requests for this {who}", status=429) from (
             RetryAfter(wait)
         )
-    return tenant
 
 
 class RetryAfter(Exception):
@@ -62,7 +77,24 @@ async def read_body(request: Request, limit: int) -> bytes:
         chunks.append(chunk)
     body = b"".join(chunks)
     request.state.body = body
+    check_depth(body)
     return body
+
+
+MAX_DEPTH = 32
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def check_depth(body: bytes) -> None:
+    """Refuse JSON nested deeper than MAX_DEPTH arrays/objects before any parser recurses into
+    it (every endpoint reads its body through `read_body`, so this is the one place)."""
+    depth = 0
+    for bracket in _BRACKETS.findall(_STRINGS.sub(b'""', body)):
+        depth += 1 if bracket in (b"[", b"{") else -1
+        if depth > MAX_DEPTH:
+            message = f"JSON nests deeper than {MAX_DEPTH} levels of arrays and objects"
+            raise InputError("too_deep", message)
 
 
 M = TypeVar("M", bound=BaseModel)

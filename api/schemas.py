@@ -25,6 +25,8 @@ def _printable(value: str | None) -> str | None:
 
 
 Name128 = Annotated[str, Field(min_length=1, max_length=128)]
+MAX_SAFE_INTEGER = 2**53 - 1  # I-JSON (RFC 7493 §2.2): one integer rule for every field
+Count = Annotated[int, Field(ge=1, le=MAX_SAFE_INTEGER)]
 
 
 class LeaseBody(BaseModel):
@@ -35,11 +37,11 @@ class LeaseBody(BaseModel):
     op: OpName | None = None
     resource: Annotated[str, Field(min_length=1, max_length=256)]
     holder: Name128 | None = _alias("holder", "agent_id", "agentId", "actorDid", "actor_did")
-    ttl_seconds: Annotated[int, Field(ge=1)] | None = _alias("ttlSeconds", "ttl_seconds")
+    ttl_seconds: Count | None = _alias("ttlSeconds", "ttl_seconds")
     owner_token: Annotated[str, Field(min_length=1, max_length=256)] | None = _alias(
         "ownerToken", "owner_token"
     )
-    fencing_token: Annotated[int, Field(ge=1)] | None = _alias("fencingToken", "fencing_token")
+    fencing_token: Count | None = _alias("fencingToken", "fencing_token")
     capacity: Annotated[int, Field(ge=1, le=1000)] | None = None
     wait_seconds: Annotated[int, Field(ge=1, le=60)] | None = _alias("waitSeconds", "wait_seconds")
     request_id: Name128 | None = _alias("requestId", "request_id")
@@ -128,4 +130,7 @@ def input_error(error: ValidationError) -> InputError:
         return InputError(code, str(first["msg"]))
     if kind == "extra_forbidden":
         return InputError(code, f"unknown field {field!r}", field)
+    if kind == "less_than_equal" and (first.get("ctx") or {}).get("le") == MAX_SAFE_INTEGER:
+        message = f"{field}: must be an I-JSON integer, at most 2**53 - 1 (RFC 7493 §2.2)"
+        return InputError(code, message, field)
     return InputError(code, f"{field}: {first['msg']}", field)

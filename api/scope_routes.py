@@ -5,11 +5,12 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from api.names import RULE, high_entropy
 from api.requests import caller_tenant, parse, read_body, runtime_of
 from api.responses import respond
 from api.schemas import InputError, ScopeBody
 from api.settings import Settings
-from api.tenancy import ANONYMOUS, high_entropy
+from api.tenancy import ANONYMOUS
 
 
 def _scope_tenant(request: Request, scope: str, body: ScopeBody | None) -> str:
@@ -18,7 +19,7 @@ def _scope_tenant(request: Request, scope: str, body: ScopeBody | None) -> str:
     if len(scope) > 128 or not scope.isprintable():
         raise InputError("out_of_range", "scope must be 1..128 printable characters", "scope")
     if tenant == ANONYMOUS and not high_entropy(scope):
-        message = "in the anonymous tenant a scope must be a random string of 32..128 chars"
+        message = f"in the anonymous tenant a scope {RULE}"
         raise InputError("low_entropy", message, "scope")
     return tenant
 

@@ -24,3 +24,5 @@ class Settings(BaseSettings):
     body_max_bytes: int = 16 * 1024
     complete_body_max_bytes: int = 40 * 1024
     verify_body_max_bytes: int = 1024 * 1024
+    verify_concurrency: int = Field(default=2, ge=1)
+    verify_budget_seconds: float = Field(default=2.0, gt=0)

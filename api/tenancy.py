@@ -7,13 +7,14 @@ import secrets
 import sqlite3
 import time
 from base64 import urlsafe_b64encode
+from collections import OrderedDict
 
+from api.names import minted_namespace
 from api.schemas import InputError
 
 ANONYMOUS = "anon"
 NAMESPACE_PREFIX = "ns_"
 API_KEY_PREFIX = "tnr_"
-_NAMESPACE_LENGTH = len(NAMESPACE_PREFIX) + 43  # 256 bits of base64url, unpadded
 
 
 def _secret(prefix: str) -> str:
@@ -36,11 +37,6 @@ def create_api_key(conn: sqlite3.Connection, name: str) -> str:
         (digest(key), name, name, int(time.time() * 1000)),
     )
     return key
-
-
-def high_entropy(name: str) -> bool:
-    """Anonymous-tenant names are capabilities: 32..200 characters, not a guessable word."""
-    return 32 <= len(name) <= 200 and len(set(name)) >= 10
 
 
 class Tenancy:
@@ -81,25 +77,46 @@ class Tenancy:
         return tenant
 
     def _namespace_tenant(self, namespace: str) -> str:
-        if not namespace.startswith(NAMESPACE_PREFIX) or len(namespace) != _NAMESPACE_LENGTH:
-            message = "namespace must be one minted by POST /api/v1/namespaces"
+        if not minted_namespace(namespace):
+            message = (
+                "namespace must be one minted by POST /api/v1/namespaces: 'ns_' and 43 base64url"
+                " characters encoding 256 bits"
+            )
             raise InputError("invalid_value", message, "namespace")
         return hashlib.sha256(namespace.encode()).hexdigest()[:32]
 
 
 class RateLimiter:
-    """A token bucket per tenant: `rate` requests/s, bursts to twice that (DESIGN §3.3)."""
+    """A token bucket per tenant or client address: `rate` requests/s, bursts to twice that
+    (DESIGN §3.3). Buckets are kept in least-recently-used order; a bucket that has refilled
+    is the same as none and is dropped, and past `max_buckets` the least recently used goes, so
+    memory stays bounded however many namespaces are minted (issue 8 item 11)."""
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: float, max_buckets: int = 100_000) -> None:
         self.rate = rate
         self.burst = 2 * rate
-        self._buckets: dict[str, tuple[float, float]] = {}
+        self.max_buckets = max_buckets
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._buckets)
 
     def retry_after(self, tenant: str, now: float) -> float | None:
-        tokens, last = self._buckets.get(tenant, (self.burst, now))
+        tokens, last = self._buckets.pop(tenant, (self.burst, now))
         tokens = min(self.burst, tokens + (now - last) * self.rate)
+        wait = None
         if tokens < 1:
-            self._buckets[tenant] = (tokens, now)
-            return (1 - tokens) / self.rate
-        self._buckets[tenant] = (tokens - 1, now)
-        return None
+            wait = (1 - tokens) / self.rate
+        else:
+            tokens -= 1
+        self._buckets[tenant] = (tokens, now)
+        self._drop(now)
+        return wait
+
+    def _drop(self, now: float) -> None:
+        while self._buckets:
+            oldest, (tokens, last) = next(iter(self._buckets.items()))
+            full = tokens + (now - last) * self.rate >= self.burst
+            if not full and len(self._buckets) <= self.max_buckets:
+                return
+            del self._buckets[oldest]

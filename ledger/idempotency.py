@@ -6,6 +6,7 @@ retry after ``HELD`` is a new attempt. The stored answer never holds the owner t
 
 from __future__ import annotations
 
+import heapq
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -25,11 +26,15 @@ class Remembered:
 
 
 class RequestMemory:
+    """The remembered answers, plus a heap by age so forgetting touches only the expired ones."""
+
     def __init__(self, stored: dict[Key, tuple[bytes, dict[str, Any], int]]) -> None:
         self._known = {
             key: Remembered(digest, data, Outcome(data["outcome"]), created)
             for key, (digest, data, created) in stored.items()
         }
+        self._by_age = [(seen.created_at, *key) for key, seen in self._known.items()]
+        heapq.heapify(self._by_age)
 
     def get(self, tenant: str, request_id: str) -> Remembered | None:
         return self._known.get((tenant, request_id))
@@ -38,10 +43,15 @@ class RequestMemory:
         self, tenant: str, request_id: str, digest: bytes, data: dict[str, Any], now: int
     ) -> RememberRequest:
         self._known[(tenant, request_id)] = Remembered(digest, data, Outcome(data["outcome"]), now)
+        heapq.heappush(self._by_age, (now, tenant, request_id))
         return RememberRequest(tenant, request_id, digest, json.dumps(data), now)
 
     def forget_before(self, horizon: int) -> ForgetRequests | None:
-        stale = [key for key, seen in self._known.items() if seen.created_at < horizon]
-        for key in stale:
-            del self._known[key]
-        return ForgetRequests(horizon) if stale else None
+        forgot = False
+        while self._by_age and self._by_age[0][0] < horizon:
+            created, tenant, request_id = heapq.heappop(self._by_age)
+            seen = self._known.get((tenant, request_id))
+            if seen is not None and seen.created_at == created:
+                del self._known[(tenant, request_id)]
+                forgot = True
+        return ForgetRequests(horizon) if forgot else None

@@ -24,7 +24,8 @@ PSEUDONYM_SECRET = "pseudonym.secret"
 
 def write_private(path: Path, data: bytes) -> None:
     """Create `path` with mode 0600 from the start (no window where it is world-readable)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)

@@ -41,13 +41,13 @@ def digest(data: bytes) -> str:
 def canonical_request(method: str, path: str, body: bytes | None) -> bytes:
     """The request as the manifest hashes it: secrets removed, results redacted. A body that is
     not I-JSON (not JSON at all, NaN, an integer past 2**53, a lone surrogate) is represented
-    by the SHA-256 of its bytes instead."""
+    by the SHA-256 of its bytes instead, and so is one nested too deeply to walk."""
     view: dict[str, Any] = {"method": method, "path": path, "body": None}
     if body:
         try:
             view["body"] = _without_secrets(json.loads(body))
             return canonicalize(view)
-        except (ValueError, VerificationError):
+        except (ValueError, VerificationError, RecursionError):
             view["body"] = {"unparsedSha256": hashlib.sha256(body).hexdigest()}
     return canonicalize(view)
 

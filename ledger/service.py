@@ -33,6 +33,7 @@ from ledger.calls import (
     owner_digest,
 )
 from ledger.changes import ArmDeadMan, Change, DisarmDeadMan
+from ledger.deadman import DeadMen
 from ledger.entries import iso
 from ledger.idempotency import RequestMemory
 from ledger.leases import Decision, EventKind, Outcome, Resource
@@ -47,12 +48,6 @@ IDEMPOTENT_OPS = frozenset({"acquire", "wait", "renew", "release", "complete"})
 FREEING = frozenset(
     {EventKind.RELEASE, EventKind.EXPIRE, EventKind.COMPLETE, EventKind.SCOPE_RELEASE}
 )
-
-
-@dataclass(slots=True)
-class _DeadMan:
-    dead_ms: int
-    last_beat: int
 
 
 @dataclass
@@ -74,7 +69,7 @@ class LeaseService:
     def _load(self, state: Committed) -> None:
         self.resources: dict[Key, Resource] = state.resources
         self._requests = RequestMemory(state.idempotency)
-        self._deadmen = {key: _DeadMan(d, b) for key, (d, b) in state.scopes.items()}
+        self._deadmen = DeadMen(state.scopes)
         self.recorder = Recorder(state.tree, self.master_secret)
         self._expiries: list[tuple[int, str, str]] = []
         self._scopes = ScopeIndex()
@@ -149,7 +144,7 @@ class LeaseService:
 
     async def lease(self, call: LeaseCall) -> Answer:
         committer = self.committer
-        digest = call.digest() if call.request_id and call.op in IDEMPOTENT_OPS else None
+        digest = _digest_of(call)
         if digest is not None:
             replay = self._replay(call, digest)
             if replay is not None:
@@ -289,6 +284,9 @@ class LeaseService:
             answer, pending = await asyncio.wait_for(asyncio.shield(waiter.future), seconds)
         except asyncio.CancelledError:
             self._waiters.leave(key, waiter)  # the caller is gone: grant it no slot later
+            if waiter.future.cancelled() and not _cancelling():
+                # Storage recovery (or shutdown) dropped the queue, not the caller: 503 unknown.
+                raise StorageUnavailable("the wait ended while storage recovered") from None
             raise
         except TimeoutError:
             self._waiters.leave(key, waiter)
@@ -305,7 +303,7 @@ class LeaseService:
         decision, token = self._decide(call, res, now)
         if decision.outcome is Outcome.HELD:
             decision.witnesses.append({"rule": "wait", "reason": "timed out"})
-        answer, pending = self._commit(call, res, decision, now, token, None)
+        answer, pending = self._commit(call, res, decision, now, token, _digest_of(call))
         await self.durable(pending or self.committer.barrier())
         return answer
 
@@ -318,7 +316,8 @@ class LeaseService:
             if decision.outcome is Outcome.HELD and not decision.same_holder_label:
                 return
             self._waiters.leave(key, waiter)
-            result = self._commit(waiter.call, res, decision, now, token, None)
+            digest = _digest_of(waiter.call)  # a retry of this request must get the replay
+            result = self._commit(waiter.call, res, decision, now, token, digest)
             if not waiter.future.done():
                 waiter.future.set_result(result)
 
@@ -351,7 +350,7 @@ class LeaseService:
                 events.append(leases.end_lease(res, lease, EventKind.SCOPE_RELEASE, now, trigger))
                 released.append(lease.lease_id)
             ops.extend(self._record(res, Decision(Outcome.RELEASED, events))[0])
-        self._deadmen.pop((tenant, scope), None)
+        self._deadmen.disarm((tenant, scope))
         ops.append(DisarmDeadMan(tenant, scope))
         pending = self.committer.submit(ops)
         pending.add_done_callback(self._check_unattended)
@@ -364,10 +363,10 @@ class LeaseService:
         now = self.clock()
         key = (tenant, scope)
         if dead_seconds == 0:
-            self._deadmen.pop(key, None)
+            self._deadmen.disarm(key)
             op: Change = DisarmDeadMan(*key)
         else:
-            self._deadmen[key] = _DeadMan(dead_seconds * 1000, now)
+            self._deadmen.arm(key, dead_seconds * 1000, now)
             op = ArmDeadMan(*key, dead_seconds * 1000, now)
         await self.durable(self.committer.submit([op]))
         deadline = iso(now + dead_seconds * 1000) if dead_seconds else None
@@ -392,15 +391,24 @@ class LeaseService:
             if ops:
                 self._submit_unattended(ops)
                 self._serve_waiters((tenant, name))
-        for key, dead in list(self._deadmen.items()):
-            if now - dead.last_beat >= dead.dead_ms:
-                self._release_scope(*key, now, "deadman")
+        for key in self._deadmen.due(now):
+            self._release_scope(*key, now, "deadman")
         self._forget_requests(now)
 
     def _forget_requests(self, now: int) -> None:
         change = self._requests.forget_before(now - self.limits.idempotency_seconds * 1000)
         if change is not None:
             self._submit_unattended([change])
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _digest_of(call: LeaseCall) -> bytes | None:
+    """Rule 12 applies to calls with a requestId that can change state."""
+    return call.digest() if call.request_id and call.op in IDEMPOTENT_OPS else None
 
 
 VERSIONS = {

@@ -15,6 +15,8 @@ again (DESIGN §3.3: 503 with ``status: unknown``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import queue
 import sqlite3
 import threading
@@ -131,9 +133,17 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 
 def open_db(data_dir: Path) -> sqlite3.Connection:
-    data_dir.mkdir(parents=True, exist_ok=True)
-    conn = connect(data_dir / DB_NAME)
+    """Open (creating if needed) the ledger, private to its owner: the folder 0700, the database
+    and its WAL and shared-memory files 0600 (they hold names and request ids)."""
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(data_dir, 0o700)
+    path = data_dir / DB_NAME
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    conn = connect(path)
     migrate(conn)
+    for name in (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(data_dir / name, 0o600)
     return conn
 
 

@@ -53,6 +53,28 @@ headers = st.fixed_dictionaries(
 )
 
 
+huge = st.integers(min_value=2**53 - 2, max_value=2**200) | st.integers(max_value=-(2**63) + 2)
+
+
+def nest(value: Any, depth: int, as_list: bool) -> Any:
+    for _ in range(depth):
+        value = [value] if as_list else {"a": value}
+    return value
+
+
+deep = st.builds(nest, values | huge, st.integers(min_value=20, max_value=1500), st.booleans())
+hostile = st.dictionaries(
+    st.sampled_from(FIELDS), deep | huge | values, min_size=1, max_size=4
+) | st.builds(lambda body, index: body | {"data": {"ledger": {"logIndex": index}}}, bodies, huge)
+GETS = [
+    "/api/v1/log/entries?start={n}&end={n}",
+    "/api/v1/log/proof/inclusion?index={n}&treeSize={n}",
+    "/api/v1/log/proof/consistency?first={n}&second={n}",
+    "/api/v1/log/bundle/{n}",
+    "/api/v1/scopes/fuzz-scope-0123456789abcdef0123456789abcdef",
+]
+
+
 def check(response: httpx.Response, path: str) -> None:
     assert response.status_code < 500, (path, response.status_code, response.text[:500])
     document: Any = response.json()
@@ -78,3 +100,25 @@ def test_arbitrary_json_never_crashes_the_server(
 @given(path=st.sampled_from(PATHS), raw=st.binary(max_size=200))
 def test_arbitrary_bytes_never_crash_the_server(api: httpx.Client, path: str, raw: bytes) -> None:
     check(api.post(path, content=raw), path)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(path=st.sampled_from(PATHS), body=hostile, extra=headers)
+def test_deep_nesting_and_huge_numbers_never_crash_the_server(
+    api: httpx.Client, path: str, body: dict[str, Any], extra: dict[str, str]
+) -> None:
+    raw = json.dumps(body)
+    check(api.post(path, content=raw, headers={"content-type": "application/json", **extra}), path)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(path=st.sampled_from(GETS), number=huge | st.integers(min_value=-5, max_value=10**6))
+def test_huge_numbers_in_queries_never_crash_the_server(
+    api: httpx.Client, path: str, number: int
+) -> None:
+    response = api.get(path.format(n=number))
+    assert response.status_code < 500, (path, number, response.status_code, response.text[:300])

@@ -1,0 +1,51 @@
+"""Issue 8 item 12: the ledger and the keys are private to their owner, and a folder tenure cannot
+write stops `tenure serve` with a clear message and exit 2, not a traceback."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from ledger.keyring import load_or_create_secret, signing_keys
+from ledger.store import DB_NAME, open_db
+from tests.conftest import ROOT
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_data_and_keys_are_private(tmp_path: Path) -> None:
+    old = os.umask(0o022)  # a usual umask: files 0644 and folders 0755 unless tenure says so
+    try:
+        conn = open_db(tmp_path / "data")
+        conn.execute("INSERT INTO meta(key, value) VALUES ('probe', 'x')")  # the WAL exists now
+        load_or_create_secret(tmp_path / "keys")
+        signing_keys(tmp_path / "keys", 0)
+    finally:
+        os.umask(old)
+    data = tmp_path / "data"
+    assert mode(data) == 0o700 and mode(tmp_path / "keys") == 0o700
+    for name in (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm"):
+        assert mode(data / name) == 0o600, name
+    for key_file in (tmp_path / "keys").iterdir():
+        assert mode(key_file) == 0o600, key_file
+    conn.close()
+
+
+def test_an_unwritable_data_folder_exits_2_with_a_message(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    if os.geteuid() == 0:  # root writes through file modes: use a folder no one may create
+        data = Path("/sys/tenure-read-only")
+    else:
+        data.chmod(0o500)
+    cmd = [sys.executable, "-m", "api", "serve", "--port", "1", "--data", str(data)]
+    cmd += ["--keys", str(tmp_path / "keys")]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "cannot write the ledger" in done.stderr and str(data) in done.stderr
