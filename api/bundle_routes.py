@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import Response
 
-from api.log_routes import out_of_range, publish_checkpoint
+from api.log_routes import core_of, out_of_range
 from api.responses import raw, suite_of
 from ledger.bundle import build_bundle
 from ledger.calls import now_ms
@@ -25,7 +25,7 @@ def bundle_routes(app: FastAPI) -> None:
     ) -> Response:
         """An offline receipt bundle for entry `index`; `treeSize` picks an earlier checkpoint."""
         suite = suite_of(request)
-        latest = await publish_checkpoint(request.app.state.log, request.app.state.runtime.service)
+        latest = await core_of(request).publish_checkpoint()
         issuer: Issuer = request.app.state.issuer
         canonical = canonical_request(request.method, request.url.path, None)
         try:

@@ -105,17 +105,17 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _apikey(args: argparse.Namespace) -> int:
     from api.tenancy import create_api_key
-    from ledger.store import open_db
+    from ledger.storage import open_storage
 
     name = args.name
     if not (1 <= len(name) <= 128 and name.isprintable() and "/" not in name):
         print("tenure: NAME must be 1..128 printable characters without '/'", file=sys.stderr)
         return 2
-    conn = open_db(args.data)
+    storage = open_storage(args.data)
     try:
-        key = create_api_key(conn, name)
+        key = create_api_key(storage, name)
     finally:
-        conn.close()
+        storage.close()
     print(key)
     print(f"API key for tenant {name!r}; shown once, stored only as its hash.", file=sys.stderr)
     return 0
@@ -142,17 +142,17 @@ def _keys(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from ledger.export import export_ledger
-    from ledger.store import DB_NAME, open_db
+    from ledger.storage import open_storage, storage_exists
 
-    if not (args.data / DB_NAME).is_file():
+    if not storage_exists(args.data):
         print(f"tenure: no ledger in {args.data}", file=sys.stderr)
         return 2
-    conn = open_db(args.data)
+    storage = open_storage(args.data)
     try:
         with args.out.open("w", encoding="utf-8") as out:
-            count = export_ledger(conn, out, lambda n: print(f"exported {n}", file=sys.stderr))
+            count = export_ledger(storage, out, lambda n: print(f"exported {n}", file=sys.stderr))
     finally:
-        conn.close()
+        storage.close()
     print(f"exported {count} entries to {args.out}", file=sys.stderr)
     return 0
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import sqlite3
 import time
 from base64 import urlsafe_b64encode
 
 from api.schemas import InputError
+from ledger.storage import ApiKeyRecord, Storage
 
 ANONYMOUS = "anon"
 NAMESPACE_PREFIX = "ns_"
@@ -28,13 +28,10 @@ def digest(secret: str) -> bytes:
     return hashlib.sha256(secret.encode()).digest()
 
 
-def create_api_key(conn: sqlite3.Connection, name: str) -> str:
+def create_api_key(storage: Storage, name: str) -> str:
     """Store only the key's SHA-256; the key itself is shown once, to the operator."""
     key = _secret(API_KEY_PREFIX)
-    conn.execute(
-        "INSERT INTO api_keys(key_digest, tenant, name, created_at) VALUES (?, ?, ?, ?)",
-        (digest(key), name, name, int(time.time() * 1000)),
-    )
+    storage.add_api_key(ApiKeyRecord(digest(key), name, name, int(time.time() * 1000)))
     return key
 
 
@@ -44,8 +41,8 @@ def high_entropy(name: str) -> bool:
 
 
 class Tenancy:
-    def __init__(self, reader: sqlite3.Connection, require_api_key: bool, anonymous: bool):
-        self._reader = reader
+    def __init__(self, storage: Storage, require_api_key: bool, anonymous: bool):
+        self._storage = storage
         self._require_key = require_api_key
         self._anonymous = anonymous and not require_api_key
         self._keys: dict[bytes, str] = {}
@@ -73,11 +70,10 @@ class Tenancy:
         key_digest = digest(key.strip())
         tenant = self._keys.get(key_digest)
         if tenant is None:
-            sql = "SELECT tenant FROM api_keys WHERE key_digest = ?"
-            row = self._reader.execute(sql, (key_digest,)).fetchone()
-            if row is None:
+            found = self._storage.api_key_tenant(key_digest)
+            if found is None:
                 raise InputError("unauthorized", "unknown API key", status=401)
-            tenant = self._keys[key_digest] = str(row[0])
+            tenant = self._keys[key_digest] = found
         return tenant
 
     def _namespace_tenant(self, namespace: str) -> str:

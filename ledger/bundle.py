@@ -84,22 +84,13 @@ def issue_receipt(
     return {"data": data, "_provenance": credential}
 
 
-def stored_checkpoint(log: LogReader, tree_size: int) -> SignedCheckpoint | None:
-    """The checkpoint signed at exactly ``tree_size``, if the log ever signed one."""
-    sql = "SELECT root_hash, timestamp, note FROM checkpoints WHERE tree_size = ?"
-    row = log.conn.execute(sql, (tree_size,)).fetchone()
-    if row is None:
-        return None
-    return SignedCheckpoint(log.origin, tree_size, bytes(row[0]), row[1], row[2])
-
-
 def _anchor(log: LogReader, latest: SignedCheckpoint, tree_size: int | None) -> SignedCheckpoint:
     if tree_size is None or tree_size == latest.tree_size:
         return latest
     if tree_size > latest.tree_size:
         message = f"treeSize must be 1..{latest.tree_size} (the latest checkpoint's size)"
         raise OutOfRange("treeSize", message)
-    found = stored_checkpoint(log, tree_size)
+    found = log.stored_checkpoint(tree_size)
     if found is None:
         message = f"no checkpoint was signed at treeSize {tree_size}; see /api/v1/log/checkpoint"
         raise OutOfRange("treeSize", message)
@@ -126,9 +117,7 @@ def _consistency(
 
 def _signer(log: LogReader, checkpoint: SignedCheckpoint) -> str:
     """The did of the key that signed a stored checkpoint (the active key if not stored yet)."""
-    sql = "SELECT key_did FROM checkpoints WHERE tree_size = ?"
-    row = log.conn.execute(sql, (checkpoint.tree_size,)).fetchone()
-    return str(row[0]) if row is not None else log.key.did
+    return log.checkpoint_signer(checkpoint.tree_size)
 
 
 def _public(key: dict[str, Any]) -> dict[str, Any]:

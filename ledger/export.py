@@ -1,7 +1,7 @@
 """Write the whole ledger as JSON Lines for ``tenure audit`` (DESIGN §6, docs/export-format.md).
 
-Everything is read in one SQLite read transaction, so the entries, keys and checkpoints are one
-consistent snapshot even while the server keeps appending (WAL readers never block the writer).
+Everything is read from one export snapshot of the storage (``Storage.export_snapshot``), so the
+entries, keys and checkpoints are one consistent view even while the server keeps appending.
 Entries stream through a cursor; each checkpoint is written right after the entry that completes
 its tree, so a reader checks it in the same single pass that hashes the entries.
 """
@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import base64
 import json
-import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from ledger.entries import iso
-from ledger.state import tree_size
-from ledger.store import default_origin
+from ledger.storage import Snapshot, Storage, default_origin
 from verify.audit import EXPORT_TYPE, EXPORT_VERSION, PROGRESS_EVERY
 
 __all__ = ["export_ledger"]
@@ -25,7 +23,7 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def export_ledger(
-    conn: sqlite3.Connection,
+    storage: Storage,
     out: TextIO,
     progress: Callable[[int], None] | None = None,
     origin: str | None = None,
@@ -35,48 +33,40 @@ def export_ledger(
     ``origin`` defaults to the one the latest checkpoint names (the server may run with
     ``--origin``), else the log's default origin.
     """
-    began = not conn.in_transaction
-    if began:
-        conn.execute("BEGIN")  # deferred: the first read fixes the snapshot
-    try:
-        size = tree_size(conn)
-        origin = origin or _checkpoint_origin(conn) or default_origin(conn)
+    with storage.export_snapshot() as snapshot:
+        size = snapshot.tree_size()
+        origin = origin or _checkpoint_origin(snapshot) or default_origin(snapshot.log_id())
         _write(out, _header(origin, size))
-        for key in _keys(conn):
+        for key in _keys(snapshot):
             _write(out, key)
-        return _entries_and_checkpoints(conn, out, size, progress)
-    finally:
-        if began:
-            conn.execute("COMMIT")
+        return _entries_and_checkpoints(snapshot, out, size, progress)
 
 
 def _header(origin: str, size: int) -> dict[str, Any]:
     return {"type": EXPORT_TYPE, "version": EXPORT_VERSION, "origin": origin, "treeSize": size}
 
 
-def _keys(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:
-    sql = "SELECT did, multikey, valid_from, valid_until FROM signing_keys ORDER BY valid_from"
-    for did, multikey, start, end in conn.execute(sql):
+def _keys(snapshot: Snapshot) -> Iterator[dict[str, Any]]:
+    for key in snapshot.signing_keys():
         yield {
             "type": "key",
-            "did": did,
-            "publicKeyMultibase": multikey,
-            "validFrom": iso(start),
-            "validUntil": None if end is None else iso(end),
+            "did": key.did,
+            "publicKeyMultibase": key.multikey,
+            "validFrom": iso(key.valid_from),
+            "validUntil": None if key.valid_until is None else iso(key.valid_until),
         }
 
 
 def _entries_and_checkpoints(
-    conn: sqlite3.Connection, out: TextIO, size: int, progress: Callable[[int], None] | None
+    snapshot: Snapshot, out: TextIO, size: int, progress: Callable[[int], None] | None
 ) -> int:
-    checkpoints = _checkpoints(conn, size)
+    checkpoints = _checkpoints(snapshot, size)
     upcoming = next(checkpoints, None)
     while upcoming is not None and upcoming["treeSize"] == 0:
         _write(out, upcoming)
         upcoming = next(checkpoints, None)
     written = 0
-    sql = "SELECT idx, leaf FROM entries WHERE idx < ? ORDER BY idx"
-    for idx, leaf in conn.execute(sql, (size,)):
+    for idx, leaf in snapshot.entries(size):
         _write(out, {"type": "entry", "index": idx, "leaf": _b64(leaf)})
         written += 1
         while upcoming is not None and upcoming["treeSize"] <= idx + 1:
@@ -90,22 +80,20 @@ def _entries_and_checkpoints(
     return written
 
 
-def _checkpoints(conn: sqlite3.Connection, size: int) -> Iterator[dict[str, Any]]:
-    sql = "SELECT tree_size, root_hash, timestamp, note FROM checkpoints WHERE tree_size <= ?"
-    for tree, root, timestamp, note in conn.execute(sql + " ORDER BY tree_size", (size,)):
+def _checkpoints(snapshot: Snapshot, size: int) -> Iterator[dict[str, Any]]:
+    for checkpoint in snapshot.checkpoints(size):
         yield {
             "type": "checkpoint",
-            "treeSize": tree,
-            "rootHash": _b64(root),
-            "timestamp": iso(timestamp),
-            "note": note,
+            "treeSize": checkpoint.tree_size,
+            "rootHash": _b64(checkpoint.root_hash),
+            "timestamp": iso(checkpoint.timestamp),
+            "note": checkpoint.note,
         }
 
 
-def _checkpoint_origin(conn: sqlite3.Connection) -> str | None:
-    sql = "SELECT note FROM checkpoints ORDER BY tree_size DESC LIMIT 1"
-    row = conn.execute(sql).fetchone()
-    return None if row is None else str(row[0]).split("\n", 1)[0]
+def _checkpoint_origin(snapshot: Snapshot) -> str | None:
+    latest = snapshot.latest_checkpoint()
+    return None if latest is None else latest.note.split("\n", 1)[0]
 
 
 def _b64(data: bytes) -> str:

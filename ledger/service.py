@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import heapq
 import random
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,13 +32,14 @@ from ledger.calls import (
     owner_digest,
 )
 from ledger.changes import ArmDeadMan, Change, DisarmDeadMan
+from ledger.committer import GroupCommitter
 from ledger.entries import iso
 from ledger.idempotency import RequestMemory
 from ledger.leases import Decision, EventKind, Outcome, Resource
 from ledger.recorder import Recorder
 from ledger.scopes import ScopeIndex
-from ledger.state import Committed, load_state
-from ledger.store import GroupCommitter, StorageError
+from ledger.state import Committed
+from ledger.storage import Storage, StorageError
 from ledger.waiting import WaitQueues
 
 Key = tuple[str, str]
@@ -57,7 +57,15 @@ class _DeadMan:
 
 @dataclass
 class LeaseService:
-    conn: sqlite3.Connection
+    """The lease operations of DESIGN §3.2 over in-memory state with a durable image.
+
+    Build it on an open :class:`~ledger.storage.Storage`, ``await start()`` on the event loop that
+    will call it, then :meth:`lease`, :meth:`heartbeat`, :meth:`release_scope` and :meth:`sweep`;
+    every answer is returned only once the changes behind it are durable. ``clock`` (ms since the
+    epoch) is the only clock it reads. ``ledger/runtime.py`` wires it with everything else.
+    """
+
+    storage: Storage
     master_secret: bytes
     limits: Limits = field(default_factory=Limits)
     clock: Callable[[], int] = now_ms
@@ -67,9 +75,8 @@ class LeaseService:
         self._base = {"deterministic": True, "limits": self.limits.as_data(), "versions": VERSIONS}
         self._waiters = WaitQueues()
         self._committer: GroupCommitter | None = None
-        self._sweeper: asyncio.Task[None] | None = None
         self._recovery: asyncio.Task[None] | None = None
-        self._load(load_state(self.conn))
+        self._load(self.storage.load_live())
 
     def _load(self, state: Committed) -> None:
         self.resources: dict[Key, Resource] = state.resources
@@ -84,14 +91,13 @@ class LeaseService:
 
     # -- life cycle -------------------------------------------------------------------------
 
-    async def start(self, sweep_interval: float = 0.1) -> None:
-        self._committer = GroupCommitter(self.conn, asyncio.get_running_loop())
+    async def start(self) -> None:
+        """Start the writer and record what expired while the service was down; the periodic
+        sweep is the runtime's supervised task (``ledger/runtime.py``)."""
+        self._committer = GroupCommitter(self.storage, asyncio.get_running_loop())
         self.sweep(self.clock())
-        self._sweeper = asyncio.create_task(self._sweep_forever(sweep_interval))
 
     async def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
         self._waiters.cancel_all()
         if self._committer is not None:
             last = self._committer.barrier()
@@ -142,7 +148,7 @@ class LeaseService:
         with contextlib.suppress(StorageError):
             await committer.submit([])  # resolves after every batch queued before it
         self._waiters.cancel_all()
-        self._load(load_state(self.conn))
+        self._load(self.storage.load_live())
         committer.reset()
 
     # -- lease operations -------------------------------------------------------------------
@@ -374,12 +380,6 @@ class LeaseService:
         return {"deadSeconds": dead_seconds, "deadlineAt": deadline, "armed": dead_seconds > 0}
 
     # -- the sweeper (rule 7, rule 13, rule 12's 24 h) --------------------------------------
-
-    async def _sweep_forever(self, interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            if self.healthy:
-                self.sweep(self.clock())
 
     def sweep(self, now: int) -> None:
         while self._expiries and self._expiries[0][0] <= now:
