@@ -4,7 +4,8 @@ An entry is the RFC 8785 (JCS) canonical JSON of a flat object whose names (tena
 holder, scope) are keyed pseudonyms: HMAC-SHA256 under a per-tenant key derived from the server's
 pseudonym secret. The ledger can be published without revealing names or secrets, an auditor can
 still follow one resource through it, and a tenant that hands its key to an auditor lets it map
-pseudonyms back to names. The format is versioned by ``v``; see docs/decisions/0001-ledger-entry.md.
+pseudonyms back to names. The format is versioned by ``v``; see
+docs/decisions/0001-ledger-entry-format.md.
 """
 
 from __future__ import annotations
