@@ -36,6 +36,7 @@ from ledger.committer import GroupCommitter
 from ledger.entries import iso
 from ledger.idempotency import RequestMemory
 from ledger.leases import Decision, EventKind, Outcome, Resource
+from ledger.ops import ACQUIRING, IDEMPOTENT, Op
 from ledger.recorder import Recorder
 from ledger.scopes import ScopeIndex
 from ledger.state import Committed
@@ -43,7 +44,6 @@ from ledger.storage import Storage, StorageError
 from ledger.waiting import WaitQueues
 
 Key = tuple[str, str]
-IDEMPOTENT_OPS = frozenset({"acquire", "wait", "renew", "release", "complete"})
 FREEING = frozenset(
     {EventKind.RELEASE, EventKind.EXPIRE, EventKind.COMPLETE, EventKind.SCOPE_RELEASE}
 )
@@ -155,7 +155,7 @@ class LeaseService:
 
     async def lease(self, call: LeaseCall) -> Answer:
         committer = self.committer
-        digest = call.digest() if call.request_id and call.op in IDEMPOTENT_OPS else None
+        digest = call.digest() if call.request_id and call.op in IDEMPOTENT else None
         if digest is not None:
             replay = self._replay(call, digest)
             if replay is not None:
@@ -187,7 +187,7 @@ class LeaseService:
     def _decide(self, call: LeaseCall, res: Resource, now: int) -> tuple[Decision, str | None]:
         presented = owner_digest(call.owner_token) if call.owner_token else None
         ttl_ms = call.ttl_seconds * 1000
-        if call.op in ("acquire", "wait"):
+        if call.op in ACQUIRING:
             token = new_owner_token()
             args = leases.AcquireArgs(
                 holder=call.holder or "",
@@ -202,14 +202,14 @@ class LeaseService:
             )
             decision = leases.acquire(res, args, now)
             return decision, token if decision.outcome is Outcome.GRANTED else None
-        if call.op == "get":
+        if call.op == Op.GET:
             return leases.get(res, now), None
         assert presented is not None, "the edge requires ownerToken for this op"
-        if call.op == "renew":
+        if call.op == Op.RENEW:
             return leases.renew(res, presented, call.fencing_token, ttl_ms, now), None
-        if call.op == "release":
+        if call.op == Op.RELEASE:
             return leases.release(res, presented, call.fencing_token, now), None
-        if call.op == "complete":
+        if call.op == Op.COMPLETE:
             result = redact(call.result)
             return leases.complete(res, presented, call.fencing_token, result, now), None
         raise ValueError(f"unknown op {call.op!r}")
@@ -220,7 +220,7 @@ class LeaseService:
         return hashlib.sha256(call.fingerprint.encode()).digest()
 
     def _should_wait(self, call: LeaseCall, decision: Decision) -> bool:
-        waits = call.op == "wait" or call.wait_seconds is not None
+        waits = call.op == Op.WAIT or call.wait_seconds is not None
         return waits and decision.outcome is Outcome.HELD and not decision.same_holder_label
 
     def _commit(
