@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from math import ceil
 from typing import Any
@@ -24,7 +24,7 @@ from api.schemas import InputError
 from api.scope_routes import scope_routes
 from api.settings import Settings
 from api.tenancy import RateLimiter, Tenancy
-from ledger.calls import Limits, StorageUnavailable
+from ledger.calls import Limits, StorageUnavailable, now_ms
 from ledger.log import LogReader
 from ledger.runtime import Runtime as Core
 from ledger.runtime import RuntimeConfig
@@ -52,9 +52,10 @@ def _tune_gc() -> None:
     gc.set_threshold(100_000, 50, 1000)
 
 
-def runtime_config(settings: Settings) -> RuntimeConfig:
+def runtime_config(settings: Settings, clock: Callable[[], int] = now_ms) -> RuntimeConfig:
     """The server's settings as the runtime's configuration."""
     return RuntimeConfig(
+        clock=clock,
         data_dir=settings.data_dir,
         keys_dir=settings.keys_dir,
         origin=settings.origin,
@@ -64,13 +65,17 @@ def runtime_config(settings: Settings) -> RuntimeConfig:
     )
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI:
     """The HTTP front of DESIGN §3 over a :class:`ledger.runtime.Runtime` opened, started and
-    stopped by the app's lifespan; every route reads what it needs from ``app.state``."""
+    stopped by the app's lifespan; every route reads what it needs from ``app.state``.
+
+    ``clock`` (ms since the epoch) is the runtime's only clock: lease time, credential dates and
+    checkpoint timestamps; in-process tests pass a fixed one.
+    """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        core = Core.open(runtime_config(settings))
+        core = Core.open(runtime_config(settings, clock))
         await core.start()
         app.state.core, app.state.log, app.state.issuer = core, core.log, core.issuer
         tenancy = Tenancy(core.storage, settings.require_api_key, settings.allow_anonymous)

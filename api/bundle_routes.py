@@ -10,7 +10,6 @@ from fastapi.responses import Response
 from api.log_routes import core_of, out_of_range
 from api.responses import raw, suite_of
 from ledger.bundle import build_bundle
-from ledger.calls import now_ms
 from ledger.entries import iso
 from ledger.log import OutOfRange
 from ledger.provenance import Issuer, canonical_request
@@ -36,7 +35,7 @@ def bundle_routes(app: FastAPI) -> None:
                 latest,
                 tree_size,
                 canonical,
-                iso(now_ms()),
+                iso(core_of(request).clock()),
                 suite,
             )
         except OutOfRange as error:

@@ -38,6 +38,12 @@ def suite_of(request: Request) -> str:
     return asked.strip()
 
 
+def _now(request: Request) -> int:
+    """The runtime's clock (fixed in tests); the wall clock before the runtime has started."""
+    core = getattr(request.app.state, "core", None)
+    return now_ms() if core is None else int(core.clock())
+
+
 def respond(
     request: Request,
     data: dict[str, Any],
@@ -57,7 +63,7 @@ def respond(
     if entry is not None:
         parsed = json.loads(entry)
         names = {name: parsed[name] for name in PSEUDONYM_FIELDS}
-    credential = issuer.issue(data, canonical, entry, names, iso(now_ms()), suite)
+    credential = issuer.issue(data, canonical, entry, names, iso(_now(request)), suite)
     envelope = {"data": data, "_provenance": credential}
     return Response(dumps(envelope), status, headers, media_type=JSON)
 
