@@ -3,35 +3,24 @@
 from __future__ import annotations
 
 import hashlib
-import secrets
 import time
-from base64 import urlsafe_b64encode
 
 from api.schemas import InputError
 from ledger.storage import ApiKeyRecord, Storage
+from ledger.tokens import API_KEY_PREFIX, NAMESPACE_PREFIX, SECRET_CHARS, mint, secret_digest
 
 ANONYMOUS = "anon"
-NAMESPACE_PREFIX = "ns_"
-API_KEY_PREFIX = "tnr_"
-_NAMESPACE_LENGTH = len(NAMESPACE_PREFIX) + 43  # 256 bits of base64url, unpadded
-
-
-def _secret(prefix: str) -> str:
-    return prefix + urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
+_NAMESPACE_LENGTH = len(NAMESPACE_PREFIX) + SECRET_CHARS
 
 
 def mint_namespace() -> str:
-    return _secret(NAMESPACE_PREFIX)
-
-
-def digest(secret: str) -> bytes:
-    return hashlib.sha256(secret.encode()).digest()
+    return mint(NAMESPACE_PREFIX)
 
 
 def create_api_key(storage: Storage, name: str) -> str:
     """Store only the key's SHA-256; the key itself is shown once, to the operator."""
-    key = _secret(API_KEY_PREFIX)
-    storage.add_api_key(ApiKeyRecord(digest(key), name, name, int(time.time() * 1000)))
+    key = mint(API_KEY_PREFIX)
+    storage.add_api_key(ApiKeyRecord(secret_digest(key), name, name, int(time.time() * 1000)))
     return key
 
 
@@ -67,7 +56,7 @@ class Tenancy:
         scheme, _, key = authorization.partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
             raise InputError("unauthorized", "Authorization must be 'Bearer <apiKey>'", status=401)
-        key_digest = digest(key.strip())
+        key_digest = secret_digest(key.strip())
         tenant = self._keys.get(key_digest)
         if tenant is None:
             found = self._storage.api_key_tenant(key_digest)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import secrets
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ledger.leases import Outcome
+from ledger.tokens import OWNER_TOKEN_PREFIX, mint, secret_digest
 from verify.jcs import canonicalize
 
 
@@ -18,12 +17,12 @@ def now_ms() -> int:
 
 
 def owner_digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode()).digest()
+    return secret_digest(token)
 
 
 def new_owner_token() -> str:
     """256 random bits (DESIGN §1), returned once and stored only as its SHA-256."""
-    return "own_" + base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
+    return mint(OWNER_TOKEN_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
