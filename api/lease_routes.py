@@ -80,13 +80,11 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
         answer = await _unless_disconnected(request, service.lease(call))
     else:
         answer = await service.lease(call)
-    entry = answer.entry
-    if entry is None and answer.data.get("replayed"):
-        entry = request.app.state.log.entry(answer.data["ledger"]["logIndex"])
     headers = None
     if answer.outcome is Outcome.HELD:
         headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}
-    return respond(request, answer.data, status_of(answer), headers, entry)
+    cited = (answer.entry, answer.pseudonyms)
+    return respond(request, answer.data, status_of(answer), headers, cited)
 
 
 async def _unless_disconnected(request: Request, waiting: Awaitable[Answer]) -> Answer:

@@ -16,7 +16,6 @@ from ledger.provenance import Issuer, canonical_request
 from verify.dataintegrity import JCS_SUITE, SUITES
 
 JSON = "application/json"
-PSEUDONYM_FIELDS = ("tenant", "resource", "holder")
 
 
 def dumps(value: Any) -> bytes:
@@ -49,9 +48,10 @@ def respond(
     data: dict[str, Any],
     status: int,
     headers: dict[str, str] | None = None,
-    entry: bytes | None = None,
+    cited: tuple[bytes | None, dict[str, str] | None] = (None, None),
 ) -> Response:
-    """The envelope: `data` and a credential over it, its request and its ledger entry."""
+    """The envelope: `data` and a credential over it, its request and its ledger entry
+    (``cited``: the entry's bytes and the pseudonyms it names, carried up from the service)."""
     issuer: Issuer = request.app.state.issuer
     try:
         suite = suite_of(request)
@@ -59,10 +59,7 @@ def respond(
         suite = JCS_SUITE  # the refusal of a bad Accept-Provenance is itself signed with jcs
     body = getattr(request.state, "body", None)
     canonical = canonical_request(request.method, request.url.path, body)
-    names = None
-    if entry is not None:
-        parsed = json.loads(entry)
-        names = {name: parsed[name] for name in PSEUDONYM_FIELDS}
+    entry, names = cited
     credential = issuer.issue(data, canonical, entry, names, iso(_now(request)), suite)
     envelope = {"data": data, "_provenance": credential}
     return Response(dumps(envelope), status, headers, media_type=JSON)

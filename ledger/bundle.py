@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ledger.entries import b64
+from ledger.entries import b64, pseudonyms_of
 from ledger.log import LogReader, OutOfRange, SignedCheckpoint
 from ledger.provenance import Issuer
 from verify.bundle import BUNDLE_TYPE
 from verify.rfc9162 import leaf_hash
 
-PSEUDONYM_FIELDS = ("tenant", "resource", "holder")
 KEY_FIELDS = ("did", "publicKeyMultibase", "validFrom", "validUntil")
 
 
@@ -79,7 +78,7 @@ def issue_receipt(
         },
         "entry": parsed,
     }
-    names = {name: parsed[name] for name in PSEUDONYM_FIELDS if name in parsed}
+    names = pseudonyms_of(parsed)
     credential = issuer.issue(data, request, entry, names or None, now, suite)
     return {"data": data, "_provenance": credential}
 

@@ -75,7 +75,9 @@ class Answer:
     outcome: Outcome
     fresh_grant: bool = False
     entry: bytes | None = None
-    """The exact bytes of the ledger entry this call appended, if any."""
+    """The exact bytes of the ledger entry this call appended (or, replayed, cited), if any."""
+    pseudonyms: dict[str, str] | None = None
+    """The pseudonyms that entry names, carried up for the answer's credential."""
 
 
 class StorageUnavailable(Exception):

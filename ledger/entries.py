@@ -81,6 +81,15 @@ def _mac(key: bytes, label: bytes, value: str) -> str:
     return hmac.digest(key, label + value.encode(), "sha256").hex()
 
 
+PSEUDONYM_FIELDS = ("tenant", "resource", "holder")
+"""The entry's names a credential's manifest repeats (the entry binds them)."""
+
+
+def pseudonyms_of(entry: dict[str, Any]) -> dict[str, str]:
+    """The pseudonyms an entry names, for the credential over an answer that cites it."""
+    return {name: entry[name] for name in PSEUDONYM_FIELDS if name in entry}
+
+
 def encode_entry(
     index: int,
     event: Event,

@@ -36,6 +36,8 @@ class Recorded:
     position: Position | None = None
     entry: bytes | None = None
     """The exact bytes of the last entry appended (the call's own event)."""
+    names: dict[str, str] | None = None
+    """The pseudonyms that entry names (``ledger.entries.PSEUDONYM_FIELDS``)."""
 
 
 class Recorder:
@@ -79,7 +81,13 @@ class Recorder:
             ops.append(_lease_change(res, event))
         ops.append(_resource_change(res))
         position = Position(self.tree.size, b64(self.tree.root()), index, b64(leaf))
-        return Recorded(ops, position, entry)
+        last = decision.events[-1].lease.holder
+        entry_names = {
+            "tenant": names.tenant,
+            "resource": names.resource(res.name),
+            "holder": names.holder(last),
+        }
+        return Recorded(ops, position, entry, entry_names)
 
 
 def _result_digest(res: Resource, event: Event) -> str | None:

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import hashlib
 import heapq
+import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from ledger.calls import (
 )
 from ledger.changes import ArmDeadMan, Change, DisarmDeadMan
 from ledger.committer import GroupCommitter
-from ledger.entries import iso
+from ledger.entries import iso, pseudonyms_of
 from ledger.idempotency import RequestMemory
 from ledger.leases import Decision, EventKind, Outcome, Resource
 from ledger.ops import ACQUIRING, IDEMPOTENT, Op
@@ -160,7 +161,7 @@ class LeaseService:
             replay = self._replay(call, digest)
             if replay is not None:
                 await self.durable(committer.barrier())
-                return replay
+                return self._cite_entry(replay)
         key = (call.tenant, call.resource)
         res = self.resources.get(key) or Resource(call.tenant, call.resource)
         now = self.clock()
@@ -183,6 +184,16 @@ class LeaseService:
             decision = Decision(Outcome.IDEMPOTENCY_CONFLICT, witnesses=[witness])
             return Answer(self._render(call, res, decision, self.clock()), decision.outcome)
         return Answer({**known.data, "replayed": True}, known.outcome)
+
+    def _cite_entry(self, replay: Answer) -> Answer:
+        """A replayed answer carries the durable entry it cites and that entry's pseudonyms."""
+        index = (
+            replay.data.get("ledger", {}).get("logIndex") if replay.data.get("replayed") else None
+        )
+        entry = None if index is None else self.storage.entry(index)
+        if entry is not None:
+            replay.entry, replay.pseudonyms = entry, pseudonyms_of(json.loads(entry))
+        return replay
 
     def _decide(self, call: LeaseCall, res: Resource, now: int) -> tuple[Decision, str | None]:
         presented = owner_digest(call.owner_token) if call.owner_token else None
@@ -233,9 +244,9 @@ class LeaseService:
         digest: bytes | None,
     ) -> tuple[Answer, asyncio.Future[None] | None]:
         """Record the decision's events, render the answer, queue the statements."""
-        ops, position, entry = self._record(res, decision)
+        ops, position, entry, names = self._record(res, decision)
         data = self._render(call, res, decision, now, position)
-        answer = Answer(data, decision.outcome, token is not None, entry)
+        answer = Answer(data, decision.outcome, token is not None, entry, names)
         if digest is not None and decision.changed:
             ops.append(
                 self._requests.remember(call.tenant, call.request_id or "", digest, data, now)
@@ -266,15 +277,15 @@ class LeaseService:
 
     def _record(
         self, res: Resource, decision: Decision
-    ) -> tuple[list[Change], Position | None, bytes | None]:
+    ) -> tuple[list[Change], Position | None, bytes | None, dict[str, str] | None]:
         """Append the decision's events to the ledger; the statements that make them durable."""
         if not decision.events:
-            return [], None, None
+            return [], None, None, None
         self.resources[(res.tenant, res.name)] = res
         recorded = self.recorder.record(res, decision)
         for event in decision.events:
             self._track(res, event.lease, event.kind)
-        return recorded.ops, recorded.position, recorded.entry
+        return recorded.ops, recorded.position, recorded.entry, recorded.names
 
     def _track(
         self, res: Resource, lease: leases.Lease, kind: EventKind = EventKind.ACQUIRE

@@ -184,3 +184,26 @@ def test_in_process_the_dead_man_switch_fires(app: tuple[TestClient, Clock]) -> 
     until(lambda: client.get(f"/api/v1/scopes/{scope}").json()["data"]["leases"] == [])
     health = client.get("/healthz").json()["data"]
     assert health["status"] == "pass" and health["tasks"]["sweeper"]["state"] == "running"
+
+
+def entry_hash(subject: dict[str, Any]) -> str:
+    found = subject["manifest"]["assertions"]
+    return next(a["hash"] for a in found if a["label"] == "tenure.ledger.entry")
+
+
+def test_in_process_a_replayed_answer_cites_its_entry_and_verifies(
+    app: tuple[TestClient, Clock],
+) -> None:
+    client, _ = app
+    body = {"resource": rid(), "holder": "a", "requestId": "req-2"}
+    first = lease(client, "acquire", **body).json()
+    replay = lease(client, "acquire", **body).json()
+    assert replay["data"]["replayed"] is True
+    subjects = [answer["_provenance"]["credentialSubject"] for answer in (first, replay)]
+    cited = [
+        ({k: v for k, v in s.items() if k not in ("manifest", "replayed")}, entry_hash(s))
+        for s in subjects
+    ]
+    assert cited[0] == cited[1]  # the same entry and pseudonyms, carried up by the service
+    report = client.post("/api/v1/verify-provenance", json=replay).json()["data"]
+    assert report["status"] == "pass", report
