@@ -63,7 +63,7 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     limit = settings.complete_body_max_bytes
     if path_op is not None and path_op != Op.COMPLETE:
         limit = settings.body_max_bytes
-    suite_of(request)
+    suite = suite_of(request)  # refuse a bad Accept-Provenance before doing anything
     raw_body = await read_body(request, limit)
     body = parse(LeaseBody, raw_body)
     op = path_op or body.op
@@ -84,7 +84,7 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     if answer.outcome is Outcome.HELD:
         headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}
     cited = (answer.entry, answer.pseudonyms)
-    return respond(request, answer.data, status_of(answer), headers, cited)
+    return respond(request, answer.data, status_of(answer), headers, cited, raw_body, suite)
 
 
 async def _unless_disconnected(request: Request, waiting: Awaitable[Answer]) -> Answer:

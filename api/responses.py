@@ -49,15 +49,23 @@ def respond(
     status: int,
     headers: dict[str, str] | None = None,
     cited: tuple[bytes | None, dict[str, str] | None] = (None, None),
+    body: bytes | None = None,
+    suite: str | None = None,
 ) -> Response:
     """The envelope: `data` and a credential over it, its request and its ledger entry
-    (``cited``: the entry's bytes and the pseudonyms it names, carried up from the service)."""
+    (``cited``: the entry's bytes and the pseudonyms it names, carried up from the service).
+
+    A route that read the body and chose the suite passes them; error answers, raised before
+    or while the route ran, fall back to what the request says.
+    """
     issuer: Issuer = request.app.state.issuer
-    try:
-        suite = suite_of(request)
-    except InputError:
-        suite = JCS_SUITE  # the refusal of a bad Accept-Provenance is itself signed with jcs
-    body = getattr(request.state, "body", None)
+    if suite is None:
+        try:
+            suite = suite_of(request)
+        except InputError:
+            suite = JCS_SUITE  # the refusal of a bad Accept-Provenance is itself signed with jcs
+    if body is None:
+        body = getattr(request.state, "body", None)
     canonical = canonical_request(request.method, request.url.path, body)
     entry, names = cited
     credential = issuer.issue(data, canonical, entry, names, iso(_now(request)), suite)
