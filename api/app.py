@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from math import ceil
 from typing import Any
@@ -18,8 +17,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api import logs as access_log
 from api.bundle_routes import bundle_routes
 from api.lease_routes import ClientGone, lease_routes
-from api.log_routes import checkpoint_forever, log_routes
-from api.requests import RetryAfter, Runtime, limit_client, parse_json, read_body, runtime_of
+from api.log_routes import log_routes
+from api.requests import RetryAfter, Runtime, limit_client, parse_json, read_body
 from api.responses import error_response, raw, respond, unknown_response
 from api.schemas import InputError
 from api.scope_routes import scope_routes
@@ -27,12 +26,10 @@ from api.settings import Settings
 from api.tenancy import RateLimiter, Tenancy
 from api.verifying import BoundedVerifier
 from ledger.calls import Limits, StorageUnavailable, now_ms
-from ledger.keyring import load_or_create_secret, record_keys, signing_keys
 from ledger.log import LogReader
-from ledger.provenance import Issuer
-from ledger.service import LeaseService
-from ledger.signer import Signer
-from ledger.store import DB_NAME, connect, default_origin, open_db
+from ledger.runtime import Runtime as Core
+from ledger.runtime import RuntimeConfig
+from verify.trust import keyring_periods
 
 logger = logging.getLogger("tenure")
 
@@ -58,32 +55,40 @@ def _tune_gc() -> None:
     gc.set_threshold(100_000, 50, 1000)
 
 
-def create_app(settings: Settings) -> FastAPI:
+def runtime_config(settings: Settings, clock: Callable[[], int] = now_ms) -> RuntimeConfig:
+    """The server's settings as the runtime's configuration."""
+    return RuntimeConfig(
+        clock=clock,
+        data_dir=settings.data_dir,
+        keys_dir=settings.keys_dir,
+        origin=settings.origin,
+        limits=Limits(settings.ttl_max_seconds, settings.lifecycle_seconds),
+        sweep_interval=settings.sweep_interval,
+        checkpoint_interval=settings.checkpoint_interval,
+    )
+
+
+def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI:
+    """The HTTP front of DESIGN §3 over a :class:`ledger.runtime.Runtime` opened, started and
+    stopped by the app's lifespan; every route reads what it needs from ``app.state``.
+
+    ``clock`` (ms since the epoch) is the runtime's only clock: lease time, credential dates and
+    checkpoint timestamps; in-process tests pass a fixed one.
+    """
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        conn = open_db(settings.data_dir)
-        reader = connect(settings.data_dir / DB_NAME)
-        keys = signing_keys(settings.keys_dir, now_ms())
-        record_keys(conn, keys[-1], now_ms())
-        app.state.log = LogReader(reader, settings.origin or default_origin(reader), keys[-1])
-        app.state.issuer = Issuer(Signer(keys[-1].private_key))
-        limits = Limits(settings.ttl_max_seconds, settings.lifecycle_seconds)
-        service = LeaseService(conn, load_or_create_secret(settings.keys_dir), limits)
-        await service.start(settings.sweep_interval)
-        tenancy = Tenancy(reader, settings.require_api_key, settings.allow_anonymous)
-        app.state.runtime = Runtime(service, tenancy, RateLimiter(settings.rate_limit))
+        core = Core.open(runtime_config(settings, clock))
+        await core.start()
+        app.state.core, app.state.log, app.state.issuer = core, core.log, core.issuer
+        tenancy = Tenancy(core.storage, settings.require_api_key, settings.allow_anonymous)
+        app.state.runtime = Runtime(core.service, tenancy, RateLimiter(settings.rate_limit))
         _tune_gc()
         access_log.install()
-        sealer = asyncio.create_task(
-            checkpoint_forever(app.state.log, service, settings.checkpoint_interval)
-        )
         try:
             yield
         finally:
-            sealer.cancel()
-            await service.stop()
-            reader.close()
-            conn.close()
+            await core.stop()
 
     app = FastAPI(title="tenure", version="0.1.0", lifespan=lifespan)
     _handlers(app)
@@ -148,14 +153,13 @@ def _routes(app: FastAPI, settings: Settings) -> None:
         limit_client(request)
         document = parse_json(await read_body(request, settings.verify_body_max_bytes))
         log: LogReader = request.app.state.log
-        trusted = {str(key["did"]) for key in log.keys()}  # noqa: SIM118
+        trusted = keyring_periods(log.keys())  # a retired key vouches for nothing after
         report = await verifier.verify(document, trusted, _entry_named_by(log, document))
         return respond(request, report.as_data(), 200)
 
     @app.get("/healthz")
     async def healthz(request: Request) -> Response:
-        """Liveness and storage health."""
-        service = runtime_of(request).service
-        ok = service.healthy
-        data = {"status": "pass" if ok else "unknown", "storage": "ok" if ok else "unavailable"}
-        return raw({"data": data | {"ledger": service.position().as_data()}}, 200 if ok else 503)
+        """Liveness, storage and background-task health."""
+        core: Core = request.app.state.core
+        data = core.health() | {"ledger": core.service.position().as_data()}
+        return raw({"data": data}, 200 if core.healthy else 503)

@@ -7,10 +7,9 @@ from typing import Annotated
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import Response
 
-from api.log_routes import LIMITED, out_of_range, publish_checkpoint
+from api.log_routes import LIMITED, core_of, out_of_range
 from api.responses import raw, suite_of
 from ledger.bundle import build_bundle
-from ledger.calls import now_ms
 from ledger.entries import iso
 from ledger.log import OutOfRange
 from ledger.provenance import Issuer, canonical_request
@@ -25,7 +24,7 @@ def bundle_routes(app: FastAPI) -> None:
     ) -> Response:
         """An offline receipt bundle for entry `index`; `treeSize` picks an earlier checkpoint."""
         suite = suite_of(request)
-        latest = await publish_checkpoint(request.app.state.log, request.app.state.runtime.service)
+        latest = await core_of(request).publish_checkpoint()
         issuer: Issuer = request.app.state.issuer
         canonical = canonical_request(request.method, request.url.path, None)
         try:
@@ -36,7 +35,7 @@ def bundle_routes(app: FastAPI) -> None:
                 latest,
                 tree_size,
                 canonical,
-                iso(now_ms()),
+                iso(core_of(request).clock()),
                 suite,
             )
         except OutOfRange as error:

@@ -124,19 +124,16 @@ def _serve(args: argparse.Namespace) -> int:
 def _storage_problem(data: Path, keys: Path) -> str | None:
     """Why the ledger or the keys cannot be written, said before the server starts (a read-only
     folder is an operator's mistake, not a traceback)."""
-    import sqlite3
-
     from ledger.keyring import load_or_create_secret
-    from ledger.store import open_db
+    from ledger.storage import StorageError, open_storage
 
     try:
-        conn = open_db(data)
+        storage = open_storage(data)
         try:
-            conn.execute("BEGIN IMMEDIATE")  # takes the write lock: fails on a read-only ledger
-            conn.execute("ROLLBACK")
+            storage.check_writable()
         finally:
-            conn.close()
-    except (OSError, sqlite3.Error) as error:
+            storage.close()
+    except (OSError, StorageError) as error:
         return f"cannot write the ledger in {data}: {error} (it needs a writable folder)"
     try:
         load_or_create_secret(keys)
@@ -147,17 +144,17 @@ def _storage_problem(data: Path, keys: Path) -> str | None:
 
 def _apikey(args: argparse.Namespace) -> int:
     from api.tenancy import create_api_key
-    from ledger.store import open_db
+    from ledger.storage import open_storage
 
     name = args.name
     if not (1 <= len(name) <= 128 and name.isprintable() and "/" not in name):
         print("tenure: NAME must be 1..128 printable characters without '/'", file=sys.stderr)
         return 2
-    conn = open_db(args.data)
+    storage = open_storage(args.data)
     try:
-        key = create_api_key(conn, name)
+        key = create_api_key(storage, name)
     finally:
-        conn.close()
+        storage.close()
     print(key)
     print(f"API key for tenant {name!r}; shown once, stored only as its hash.", file=sys.stderr)
     return 0
@@ -186,14 +183,14 @@ def _export(args: argparse.Namespace) -> int:
     import time
 
     from ledger.export import export_ledger
-    from ledger.store import DB_NAME, open_db
+    from ledger.storage import open_storage, storage_exists
 
-    if not (args.data / DB_NAME).is_file():
+    if not storage_exists(args.data):
         print(f"tenure: no ledger in {args.data}", file=sys.stderr)
         return 2
-    conn = open_db(args.data)
+    storage = open_storage(args.data)
     try:
-        key = _log_key(conn, args.keys)
+        key = _log_key(storage, args.keys)
         if key is None:
             print(
                 f"tenure: warning: no signing key in {args.keys} (--keys): entries after the"
@@ -203,26 +200,21 @@ def _export(args: argparse.Namespace) -> int:
         signer = None if key is None else (key, time.time_ns() // 1_000_000)
         with args.out.open("w", encoding="utf-8") as out:
             count = export_ledger(
-                conn, out, lambda n: print(f"exported {n}", file=sys.stderr), signer=signer
+                storage, out, lambda n: print(f"exported {n}", file=sys.stderr), signer=signer
             )
     finally:
-        conn.close()
+        storage.close()
     print(f"exported {count} entries to {args.out}", file=sys.stderr)
     return 0
 
 
-def _log_key(conn: Any, keys_dir: Path) -> Any:
+def _log_key(storage: Any, keys_dir: Path) -> Any:
     """The folder's key the log signs with now (its recorded key with no validUntil), or None.
     The export signs its final checkpoint with it."""
     from ledger.keyring import load_signing_keys
-    from ledger.log import LogReader
-    from ledger.store import default_origin
 
     keys = load_signing_keys(keys_dir) if keys_dir.is_dir() else []
-    if not keys:
-        return None
-    recorded = LogReader(conn, default_origin(conn), keys[-1]).keys()
-    active = {key["did"] for key in recorded if key["validUntil"] is None}
+    active = {key.did for key in storage.signing_keys() if key.valid_until is None}
     return next((key for key in reversed(keys) if key.did in active), None)
 
 

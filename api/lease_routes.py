@@ -15,10 +15,9 @@ from api.responses import JSON, respond, suite_of
 from api.schemas import OPS, InputError, LeaseBody, NamespaceBody
 from api.settings import Settings
 from api.tenancy import ANONYMOUS, mint_namespace
-from ledger.calls import Answer, LeaseCall
+from ledger.calls import Answer, LeaseCall, Limits
 from ledger.leases import Outcome
-from verify.errors import VerificationError
-from verify.jcs import canonicalize
+from ledger.ops import CallRefused, Op, check_call
 
 DISCONNECT_POLL_SECONDS = 0.25
 CONFLICTS = frozenset(
@@ -33,39 +32,14 @@ def status_of(answer: Answer) -> int:
     return 409 if answer.outcome in CONFLICTS else 200
 
 
-def _canonical_result(result: object) -> bytes:
-    try:
-        return canonicalize(result)
-    except VerificationError as error:
-        message = "result must be I-JSON: no NaN or Infinity, integers within ±(2**53 - 1)"
-        raise InputError("invalid_value", f"{message} ({error})", "result") from error
-
-
-def _call(body: LeaseBody, op: str, tenant: str, settings: Settings) -> LeaseCall:
-    """Check what the schema cannot (per-op requirements, operator limits) and build the call."""
-    if op in ("acquire", "wait") and body.holder is None:
-        raise InputError("missing", f"holder is required for {op}", "holder")
-    if op in ("renew", "release", "complete") and body.owner_token is None:
-        raise InputError("missing", f"ownerToken is required for {op}", "ownerToken")
-    ttl = body.ttl_seconds or 30
-    if ttl > settings.ttl_max_seconds:
-        message = f"ttlSeconds must be 1..{settings.ttl_max_seconds}"
-        raise InputError("out_of_range", message, "ttlSeconds")
-    if body.wait_seconds is not None and op not in ("acquire", "wait"):
-        raise InputError("invalid_value", "waitSeconds applies to acquire and wait", "waitSeconds")
-    if "result" in body.model_fields_set and op != "complete":
-        raise InputError("invalid_value", "result applies to complete only", "result")
-    if op == "complete" and len(_canonical_result(body.result)) > 32 * 1024:
-        raise InputError("too_large", "result exceeds 32 KiB of canonical JSON", "result", 413)
-    if tenant == ANONYMOUS and not high_entropy(body.resource):
-        message = f"in the anonymous tenant a resource {RULE}"
-        raise InputError("low_entropy", message, "resource")
-    return LeaseCall(
+def _call(body: LeaseBody, op: str, tenant: str, limits: Limits) -> LeaseCall:
+    """Build the call and check the per-op rules (ledger/ops.py) and the anonymous tenant's."""
+    call = LeaseCall(
         op=op,
         tenant=tenant,
         resource=body.resource,
         holder=body.holder,
-        ttl_seconds=ttl,
+        ttl_seconds=body.ttl_seconds or 30,
         owner_token=body.owner_token,
         fencing_token=body.fencing_token,
         capacity=body.capacity,
@@ -75,13 +49,22 @@ def _call(body: LeaseBody, op: str, tenant: str, settings: Settings) -> LeaseCal
         scope=body.scope,
         result=body.result,
     )
+    try:
+        check_call(call, limits, "result" in body.model_fields_set)
+    except CallRefused as error:
+        status = 413 if error.code == "too_large" else 422
+        raise InputError(error.code, str(error), error.field, status) from error
+    if tenant == ANONYMOUS and not high_entropy(body.resource):
+        message = f"in the anonymous tenant a resource {RULE}"
+        raise InputError("low_entropy", message, "resource")
+    return call
 
 
 async def _lease(request: Request, settings: Settings, path_op: str | None) -> Response:
     limit = settings.complete_body_max_bytes
-    if path_op is not None and path_op != "complete":
+    if path_op is not None and path_op != Op.COMPLETE:
         limit = settings.body_max_bytes
-    suite_of(request)
+    suite = suite_of(request)  # refuse a bad Accept-Provenance before doing anything
     raw_body = await read_body(request, limit)
     body = parse(LeaseBody, raw_body)
     op = path_op or body.op
@@ -89,21 +72,20 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
         raise InputError("missing", "op is required in the body or the path", "op")
     if body.op is not None and body.op != op:
         raise InputError("invalid_value", f"op {body.op!r} contradicts the path", "op")
-    if op != "complete" and len(raw_body) > settings.body_max_bytes:
+    if op != Op.COMPLETE and len(raw_body) > settings.body_max_bytes:
         raise InputError("too_large", f"body exceeds {settings.body_max_bytes} bytes", status=413)
-    call = _call(body, op, caller_tenant(request, body.namespace, body.tenant_id), settings)
     service = runtime_of(request).service
-    if op == "wait" or call.wait_seconds is not None:
+    tenant = caller_tenant(request, body.namespace, body.tenant_id)
+    call = _call(body, op, tenant, service.limits)
+    if op == Op.WAIT or call.wait_seconds is not None:
         answer = await _unless_disconnected(request, service.lease(call))
     else:
         answer = await service.lease(call)
-    entry = answer.entry
-    if entry is None and answer.data.get("replayed"):
-        entry = request.app.state.log.entry(answer.data["ledger"]["logIndex"])
     headers = None
     if answer.outcome is Outcome.HELD:
         headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}
-    return respond(request, answer.data, status_of(answer), headers, entry)
+    cited = (answer.entry, answer.pseudonyms)
+    return respond(request, answer.data, status_of(answer), headers, cited, raw_body, suite)
 
 
 async def _unless_disconnected(request: Request, waiting: Awaitable[Answer]) -> Answer:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, Query, Request
@@ -12,9 +10,8 @@ from fastapi.responses import Response
 from api.requests import limit_client
 from api.responses import raw
 from api.schemas import InputError
-from ledger.calls import StorageUnavailable, now_ms
-from ledger.log import LogReader, OutOfRange, SignedCheckpoint
-from ledger.service import LeaseService
+from ledger.log import LogReader, OutOfRange
+from ledger.runtime import Runtime
 from verify.jsonld import bundled_contexts
 from verify.receipt import CONTEXTS, VC_CONTEXT
 
@@ -27,29 +24,10 @@ def _log(request: Request) -> LogReader:
     return log
 
 
-def _service(request: Request) -> LeaseService:
-    service: LeaseService = request.app.state.runtime.service
-    return service
-
-
-async def publish_checkpoint(log: LogReader, service: LeaseService) -> SignedCheckpoint:
-    """Sign a checkpoint of everything durable so far (or reuse the latest if the tree has not
-    grown) and store it durably before anyone sees it."""
-    await service.durable(service.committer.barrier())
-    signed, op = log.checkpoint(now_ms())
-    if op is not None:
-        await service.durable(service.committer.submit([op]))
-    return signed
-
-
-async def checkpoint_forever(log: LogReader, service: LeaseService, interval: float) -> None:
-    """Seal the log periodically, as transparency logs publish tree heads, so entries do not
-    wait for a reader to ask before a signed checkpoint covers them."""
-    while True:
-        await asyncio.sleep(interval)
-        if service.healthy:
-            with contextlib.suppress(StorageUnavailable):
-                await publish_checkpoint(log, service)
+def core_of(request: Request) -> Runtime:
+    """The runtime (ledger/runtime.py) the app's lifespan started."""
+    core: Runtime = request.app.state.core
+    return core
 
 
 def out_of_range(error: OutOfRange) -> InputError:
@@ -60,7 +38,7 @@ def log_routes(app: FastAPI) -> None:
     @app.get("/api/v1/log/checkpoint", dependencies=LIMITED)
     async def checkpoint(request: Request) -> Response:
         """The latest signed checkpoint (C2SP tlog-checkpoint in a signed note)."""
-        signed = await publish_checkpoint(_log(request), _service(request))
+        signed = await core_of(request).publish_checkpoint()
         return raw(signed.as_data())
 
     @app.get("/api/v1/log/entries", dependencies=LIMITED)

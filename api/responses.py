@@ -16,7 +16,6 @@ from ledger.provenance import Issuer, canonical_request
 from verify.dataintegrity import JCS_SUITE, SUITES
 
 JSON = "application/json"
-PSEUDONYM_FIELDS = ("tenant", "resource", "holder")
 
 
 def dumps(value: Any) -> bytes:
@@ -38,26 +37,38 @@ def suite_of(request: Request) -> str:
     return asked.strip()
 
 
+def _now(request: Request) -> int:
+    """The runtime's clock (fixed in tests); the wall clock before the runtime has started."""
+    core = getattr(request.app.state, "core", None)
+    return now_ms() if core is None else int(core.clock())
+
+
 def respond(
     request: Request,
     data: dict[str, Any],
     status: int,
     headers: dict[str, str] | None = None,
-    entry: bytes | None = None,
+    cited: tuple[bytes | None, dict[str, str] | None] = (None, None),
+    body: bytes | None = None,
+    suite: str | None = None,
 ) -> Response:
-    """The envelope: `data` and a credential over it, its request and its ledger entry."""
+    """The envelope: `data` and a credential over it, its request and its ledger entry
+    (``cited``: the entry's bytes and the pseudonyms it names, carried up from the service).
+
+    A route that read the body and chose the suite passes them; error answers, raised before
+    or while the route ran, fall back to what the request says.
+    """
     issuer: Issuer = request.app.state.issuer
-    try:
-        suite = suite_of(request)
-    except InputError:
-        suite = JCS_SUITE  # the refusal of a bad Accept-Provenance is itself signed with jcs
-    body = getattr(request.state, "body", None)
+    if suite is None:
+        try:
+            suite = suite_of(request)
+        except InputError:
+            suite = JCS_SUITE  # the refusal of a bad Accept-Provenance is itself signed with jcs
+    if body is None:
+        body = getattr(request.state, "body", None)
     canonical = canonical_request(request.method, request.url.path, body)
-    names = None
-    if entry is not None:
-        parsed = json.loads(entry)
-        names = {name: parsed[name] for name in PSEUDONYM_FIELDS}
-    credential = issuer.issue(data, canonical, entry, names, iso(now_ms()), suite)
+    entry, names = cited
+    credential = issuer.issue(data, canonical, entry, names, iso(_now(request)), suite)
     envelope = {"data": data, "_provenance": credential}
     return Response(dumps(envelope), status, headers, media_type=JSON)
 

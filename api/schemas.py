@@ -10,8 +10,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-OPS = ("acquire", "renew", "release", "get", "wait", "complete")
+from ledger.ops import Op
+
+OPS = tuple(Op)
 OpName = Literal["acquire", "renew", "release", "get", "wait", "complete"]
+"""The values of :class:`ledger.ops.Op`, spelled out for the schema (tests/test_ops.py checks)."""
 
 
 def _alias(*names: str) -> Any:

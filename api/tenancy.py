@@ -3,45 +3,31 @@
 from __future__ import annotations
 
 import hashlib
-import secrets
-import sqlite3
 import time
-from base64 import urlsafe_b64encode
 from collections import OrderedDict
 
 from api.names import minted_namespace
 from api.schemas import InputError
+from ledger.storage import ApiKeyRecord, Storage
+from ledger.tokens import API_KEY_PREFIX, NAMESPACE_PREFIX, mint, secret_digest
 
 ANONYMOUS = "anon"
-NAMESPACE_PREFIX = "ns_"
-API_KEY_PREFIX = "tnr_"
-
-
-def _secret(prefix: str) -> str:
-    return prefix + urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
 
 
 def mint_namespace() -> str:
-    return _secret(NAMESPACE_PREFIX)
+    return mint(NAMESPACE_PREFIX)
 
 
-def digest(secret: str) -> bytes:
-    return hashlib.sha256(secret.encode()).digest()
-
-
-def create_api_key(conn: sqlite3.Connection, name: str) -> str:
+def create_api_key(storage: Storage, name: str) -> str:
     """Store only the key's SHA-256; the key itself is shown once, to the operator."""
-    key = _secret(API_KEY_PREFIX)
-    conn.execute(
-        "INSERT INTO api_keys(key_digest, tenant, name, created_at) VALUES (?, ?, ?, ?)",
-        (digest(key), name, name, int(time.time() * 1000)),
-    )
+    key = mint(API_KEY_PREFIX)
+    storage.add_api_key(ApiKeyRecord(secret_digest(key), name, name, int(time.time() * 1000)))
     return key
 
 
 class Tenancy:
-    def __init__(self, reader: sqlite3.Connection, require_api_key: bool, anonymous: bool):
-        self._reader = reader
+    def __init__(self, storage: Storage, require_api_key: bool, anonymous: bool):
+        self._storage = storage
         self._require_key = require_api_key
         self._anonymous = anonymous and not require_api_key
         self._keys: dict[bytes, str] = {}
@@ -66,14 +52,13 @@ class Tenancy:
         scheme, _, key = authorization.partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
             raise InputError("unauthorized", "Authorization must be 'Bearer <apiKey>'", status=401)
-        key_digest = digest(key.strip())
+        key_digest = secret_digest(key.strip())
         tenant = self._keys.get(key_digest)
         if tenant is None:
-            sql = "SELECT tenant FROM api_keys WHERE key_digest = ?"
-            row = self._reader.execute(sql, (key_digest,)).fetchone()
-            if row is None:
+            found = self._storage.api_key_tenant(key_digest)
+            if found is None:
                 raise InputError("unauthorized", "unknown API key", status=401)
-            tenant = self._keys[key_digest] = str(row[0])
+            tenant = self._keys[key_digest] = found
         return tenant
 
     def _namespace_tenant(self, namespace: str) -> str:

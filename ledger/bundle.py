@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ledger.entries import b64
+from ledger.entries import b64, pseudonyms_of
 from ledger.log import LogReader, OutOfRange, SignedCheckpoint
 from ledger.provenance import Issuer
 from verify.bundle import BUNDLE_TYPE
 from verify.rfc9162 import leaf_hash
 
-PSEUDONYM_FIELDS = ("tenant", "resource", "holder")
 KEY_FIELDS = ("did", "publicKeyMultibase", "validFrom", "validUntil")
 
 
@@ -79,18 +78,9 @@ def issue_receipt(
         },
         "entry": parsed,
     }
-    names = {name: parsed[name] for name in PSEUDONYM_FIELDS if name in parsed}
+    names = pseudonyms_of(parsed)
     credential = issuer.issue(data, request, entry, names or None, now, suite)
     return {"data": data, "_provenance": credential}
-
-
-def stored_checkpoint(log: LogReader, tree_size: int) -> SignedCheckpoint | None:
-    """The checkpoint signed at exactly ``tree_size``, if the log ever signed one."""
-    sql = "SELECT root_hash, timestamp, note FROM checkpoints WHERE tree_size = ?"
-    row = log.conn.execute(sql, (tree_size,)).fetchone()
-    if row is None:
-        return None
-    return SignedCheckpoint(log.origin, tree_size, bytes(row[0]), row[1], row[2])
 
 
 def _anchor(log: LogReader, latest: SignedCheckpoint, tree_size: int | None) -> SignedCheckpoint:
@@ -99,7 +89,7 @@ def _anchor(log: LogReader, latest: SignedCheckpoint, tree_size: int | None) -> 
     if tree_size > latest.tree_size:
         message = f"treeSize must be 1..{latest.tree_size} (the latest checkpoint's size)"
         raise OutOfRange("treeSize", message)
-    found = stored_checkpoint(log, tree_size)
+    found = log.stored_checkpoint(tree_size)
     if found is None:
         message = f"no checkpoint was signed at treeSize {tree_size}; see /api/v1/log/checkpoint"
         raise OutOfRange("treeSize", message)
@@ -126,9 +116,7 @@ def _consistency(
 
 def _signer(log: LogReader, checkpoint: SignedCheckpoint) -> str:
     """The did of the key that signed a stored checkpoint (the active key if not stored yet)."""
-    sql = "SELECT key_did FROM checkpoints WHERE tree_size = ?"
-    row = log.conn.execute(sql, (checkpoint.tree_size,)).fetchone()
-    return str(row[0]) if row is not None else log.key.did
+    return log.checkpoint_signer(checkpoint.tree_size)
 
 
 def _public(key: dict[str, Any]) -> dict[str, Any]:

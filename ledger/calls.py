@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import secrets
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ledger.leases import Outcome
+from ledger.tokens import OWNER_TOKEN_PREFIX, mint, secret_digest
 from verify.jcs import canonicalize
 
 
@@ -18,12 +17,12 @@ def now_ms() -> int:
 
 
 def owner_digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode()).digest()
+    return secret_digest(token)
 
 
 def new_owner_token() -> str:
     """256 random bits (DESIGN §1), returned once and stored only as its SHA-256."""
-    return "own_" + base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
+    return mint(OWNER_TOKEN_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +75,9 @@ class Answer:
     outcome: Outcome
     fresh_grant: bool = False
     entry: bytes | None = None
-    """The exact bytes of the ledger entry this call appended, if any."""
+    """The exact bytes of the ledger entry this call appended (or, replayed, cited), if any."""
+    pseudonyms: dict[str, str] | None = None
+    """The pseudonyms that entry names, carried up for the answer's credential."""
 
 
 class StorageUnavailable(Exception):

@@ -1,9 +1,9 @@
 """What the service asks storage to make durable: typed changes, not SQL.
 
 The service and the recorder describe each state change as one of these records; the storage
-backend translates them (``ledger/store.py`` for SQLite). A second backend — PostgreSQL — writes
-its own translation and nothing above it changes (STYLE 9). Each batch submitted is applied in
-order, in one transaction.
+backend translates them (``ledger/sqlite/store.py`` for SQLite). A second backend — PostgreSQL —
+writes its own translation and nothing above it changes (STYLE 9). Each batch submitted is
+applied in order, in one transaction.
 """
 
 from __future__ import annotations

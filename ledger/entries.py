@@ -4,7 +4,8 @@ An entry is the RFC 8785 (JCS) canonical JSON of a flat object whose names (tena
 holder, scope) are keyed pseudonyms: HMAC-SHA256 under a per-tenant key derived from the server's
 pseudonym secret. The ledger can be published without revealing names or secrets, an auditor can
 still follow one resource through it, and a tenant that hands its key to an auditor lets it map
-pseudonyms back to names. The format is versioned by ``v``; see docs/decisions/0001-ledger-entry.md.
+pseudonyms back to names. The format is versioned by ``v``; see
+docs/decisions/0001-ledger-entry-format.md.
 """
 
 from __future__ import annotations
@@ -78,6 +79,15 @@ class Pseudonyms:
 
 def _mac(key: bytes, label: bytes, value: str) -> str:
     return hmac.digest(key, label + value.encode(), "sha256").hex()
+
+
+PSEUDONYM_FIELDS = ("tenant", "resource", "holder")
+"""The entry's names a credential's manifest repeats (the entry binds them)."""
+
+
+def pseudonyms_of(entry: dict[str, Any]) -> dict[str, str]:
+    """The pseudonyms an entry names, for the credential over an answer that cites it."""
+    return {name: entry[name] for name in PSEUDONYM_FIELDS if name in entry}
 
 
 def encode_entry(

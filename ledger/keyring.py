@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
 )
 
+from ledger.storage import KeyRecord, Storage
 from verify.multikey import did_key, public_key_multibase
 
 PSEUDONYM_SECRET = "pseudonym.secret"
@@ -94,20 +94,12 @@ def signing_keys(keys_dir: Path, now_ms: int) -> list[SigningKey]:
     return keys or [create_signing_key(keys_dir, now_ms)]
 
 
-def record_keys(conn: sqlite3.Connection, active: SigningKey, now_ms: int) -> None:
+def record_keys(storage: Storage, active: SigningKey, now_ms: int) -> None:
     """Every public key ever used, with its validity period, also lives in the ledger database.
 
     Called when the server starts signing with ``active``: a key is valid from the first start
     that used it until the first start that used a newer one, which is exactly when it signed.
     """
-    conn.execute("BEGIN IMMEDIATE")
-    conn.execute(
-        "UPDATE signing_keys SET valid_until = ? WHERE valid_until IS NULL AND did != ?",
-        (now_ms, active.did),
+    storage.record_key_use(
+        KeyRecord(active.did, active.public_bytes, active.multikey, now_ms, None)
     )
-    conn.execute(
-        "INSERT OR IGNORE INTO signing_keys(did, public_key, multikey, valid_from, valid_until)"
-        " VALUES (?, ?, ?, ?, NULL)",
-        (active.did, active.public_bytes, active.multikey, now_ms),
-    )
-    conn.execute("COMMIT")

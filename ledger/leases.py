@@ -38,6 +38,8 @@ from typing import Any
 
 
 class Outcome(StrEnum):
+    """The answer's ``outcome`` (DESIGN §3.2); refusals map to HTTP 409 at the edge."""
+
     GRANTED = "GRANTED"
     RENEWED = "RENEWED"
     RELEASED = "RELEASED"
@@ -52,6 +54,8 @@ class Outcome(StrEnum):
 
 
 class EventKind(StrEnum):
+    """What a ledger entry records (docs/decisions/0001-ledger-entry-format.md)."""
+
     ACQUIRE = "acquire"
     RENEW = "renew"
     RELEASE = "release"
@@ -135,6 +139,7 @@ class IllegalTransition(Exception):
 
 
 def live(resource: Resource, now: int) -> list[Lease]:
+    """The leases still live at ``now`` (rule 7: ``expires_at <= now`` is not)."""
     return [lease for lease in resource.leases if lease.expires_at > now]
 
 
@@ -153,6 +158,7 @@ def expire(resource: Resource, now: int) -> list[Event]:
 
 
 def next_expiry(resource: Resource) -> int | None:
+    """The earliest ``expires_at`` among the leases, if any."""
     return min((lease.expires_at for lease in resource.leases), default=None)
 
 
@@ -168,6 +174,8 @@ def find_owner(resource: Resource, owner_digest: bytes | None) -> Lease | None:
 
 
 def acquire(resource: Resource, args: AcquireArgs, now: int) -> Decision:
+    """Grant a slot (rules 1, 2, 4, 10, 11), after recording expiries: ``GRANTED``, ``RENEWED``
+    (the owner re-acquires), ``COMPLETED``, or a refusal (``HELD``, ``CONFLICT``)."""
     expired = expire(resource, now)
     decision = _acquire(resource, args, now)
     decision.events[:0] = expired
@@ -228,6 +236,7 @@ def _grant(resource: Resource, args: AcquireArgs, now: int) -> Decision:
 def renew(
     resource: Resource, owner_digest: bytes, fencing_token: int | None, ttl_ms: int, now: int
 ) -> Decision:
+    """Extend the owner's live lease (rule 5), same fencing token; else ``LOST``."""
     return _as_owner(
         resource,
         owner_digest,
@@ -253,6 +262,7 @@ def _renew(
 def release(
     resource: Resource, owner_digest: bytes, fencing_token: int | None, now: int
 ) -> Decision:
+    """Free the owner's slot (rule 6); a lease that is not live is ``NOT_ACTIVE``."""
     return _as_owner(
         resource,
         owner_digest,
@@ -266,6 +276,8 @@ def release(
 def complete(
     resource: Resource, owner_digest: bytes, fencing_token: int | None, result: Any, now: int
 ) -> Decision:
+    """End the owner's lease with ``result`` (rule 10), kept until the lifecycle ends."""
+
     def finish(lease: Lease) -> Decision:
         resource.completion = Completion(result, now, resource.fingerprint)
         decision = _end(resource, lease, EventKind.COMPLETE, now)
@@ -311,6 +323,7 @@ def _end(resource: Resource, lease: Lease, kind: EventKind, now: int) -> Decisio
 
 
 def get(resource: Resource, now: int) -> Decision:
+    """Read the resource after recording expiries: ``HOLDING`` or ``FREE``."""
     expired = expire(resource, now)
     outcome = Outcome.HOLDING if resource.leases else Outcome.FREE
     return Decision(outcome, expired)

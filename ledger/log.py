@@ -1,14 +1,13 @@
 """The log as auditors see it (DESIGN §3.4): entries, proofs, signed checkpoints, keys.
 
-Everything here reads through its own connection and sees only committed (durable) entries, so a
-checkpoint never covers an entry the disk might lose. Every query costs O(log n) node reads
-(``ledger.merkle``), whatever the size asked for.
+Everything here reads through the storage's read side (ledger/storage.py) and sees only committed
+(durable) entries, so a checkpoint never covers an entry the disk might lose. Every query costs
+O(log n) node reads (``ledger.merkle``), whatever the size asked for.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,7 @@ from ledger.checkpoint import checkpoint_body, sign_note
 from ledger.entries import b64, iso
 from ledger.keyring import SigningKey
 from ledger.merkle import consistency_proof, inclusion_proof, root_at
-from ledger.state import node_getter, tree_size
+from ledger.storage import CheckpointRecord, Storage
 
 MAX_PAGE = 1000
 
@@ -49,14 +48,20 @@ class SignedCheckpoint:
 
 
 class LogReader:
-    def __init__(self, conn: sqlite3.Connection, origin: str, key: SigningKey) -> None:
-        self.conn = conn
+    """The auditor's view of the log: entries, RFC 9162 proofs, signed checkpoints, keys.
+
+    ``origin`` names the log in its checkpoints; ``key`` signs new ones. Sizes and indexes outside
+    the durable tree raise :class:`OutOfRange` naming the parameter.
+    """
+
+    def __init__(self, storage: Storage, origin: str, key: SigningKey) -> None:
+        self.storage = storage
         self.origin = origin
         self.key = key
-        self._get = node_getter(conn)
+        self._get = storage.node
 
     def size(self) -> int:
-        return tree_size(self.conn)
+        return self.storage.tree_size()
 
     def root(self, size: int) -> bytes:
         self._check_size("treeSize", size, self.size())
@@ -69,15 +74,13 @@ class LogReader:
         if not start < end <= size:
             raise OutOfRange("end", f"end must be {start + 1}..{size}")
         end = min(end, start + MAX_PAGE)
-        sql = "SELECT idx, leaf FROM entries WHERE idx >= ? AND idx < ? ORDER BY idx"
         return [
-            {"index": idx, "leaf": b64(bytes(leaf)), "entry": json.loads(leaf)}
-            for idx, leaf in self.conn.execute(sql, (start, end))
+            {"index": idx, "leaf": b64(leaf), "entry": json.loads(leaf)}
+            for idx, leaf in self.storage.entries(start, end)
         ]
 
     def entry(self, index: int) -> bytes | None:
-        row = self.conn.execute("SELECT leaf FROM entries WHERE idx = ?", (index,)).fetchone()
-        return None if row is None else bytes(row[0])
+        return self.storage.entry(index)
 
     def inclusion(self, index: int, size: int) -> dict[str, Any]:
         self._check_size("treeSize", size, self.size())
@@ -101,11 +104,23 @@ class LogReader:
         }
 
     def latest_checkpoint(self) -> SignedCheckpoint | None:
-        sql = "SELECT tree_size, root_hash, timestamp, note FROM checkpoints"
-        row = self.conn.execute(sql + " ORDER BY tree_size DESC LIMIT 1").fetchone()
-        if row is None:
+        return self._signed(self.storage.latest_checkpoint())
+
+    def stored_checkpoint(self, tree_size: int) -> SignedCheckpoint | None:
+        """The checkpoint signed at exactly ``tree_size``, if the log ever signed one."""
+        return self._signed(self.storage.checkpoint(tree_size))
+
+    def checkpoint_signer(self, tree_size: int) -> str:
+        """The did of the key that signed the stored checkpoint (the active key if not stored)."""
+        found = self.storage.checkpoint(tree_size)
+        return self.key.did if found is None else found.key_did
+
+    def _signed(self, record: CheckpointRecord | None) -> SignedCheckpoint | None:
+        if record is None:
             return None
-        return SignedCheckpoint(self.origin, row[0], bytes(row[1]), row[2], row[3])
+        return SignedCheckpoint(
+            self.origin, record.tree_size, record.root_hash, record.timestamp, record.note
+        )
 
     def checkpoint(self, now: int) -> tuple[SignedCheckpoint, PutCheckpoint | None]:
         """The latest checkpoint, signing a new one (and the statement to store it) if the tree
@@ -123,19 +138,18 @@ class LogReader:
         return signed, PutCheckpoint(size, root, now, note, self.key.did)
 
     def keys(self) -> list[dict[str, Any]]:
-        sql = "SELECT did, multikey, valid_from, valid_until FROM signing_keys ORDER BY valid_from"
         return [
             {
-                "id": did,
-                "did": did,
-                "verificationMethod": f"{did}#{multikey}",
-                "publicKeyMultibase": multikey,
+                "id": key.did,
+                "did": key.did,
+                "verificationMethod": f"{key.did}#{key.multikey}",
+                "publicKeyMultibase": key.multikey,
                 "type": "Multikey",
-                "validFrom": iso(start),
-                "validUntil": None if end is None else iso(end),
-                "active": did == self.key.did,
+                "validFrom": iso(key.valid_from),
+                "validUntil": None if key.valid_until is None else iso(key.valid_until),
+                "active": key.did == self.key.did,
             }
-            for did, multikey, start, end in self.conn.execute(sql)
+            for key in self.storage.signing_keys()
         ]
 
     def _check_size(self, field: str, size: int, durable: int) -> None:

@@ -7,16 +7,15 @@ covering ``[begin, n)``; a right-edge node is the fold of the O(log n) perfect s
 tile its range (one per set bit of ``n - begin``). So every root and proof below costs
 O(log n) node reads for any size, never a walk down to the leaves.
 
-Verification lives apart, in ``verify/rfc9162.py`` (STYLE.md §3). Storage is a callable, so this
+Verification lives apart, in ``verify/rfc9162.py`` (STYLE.md §3); the compact range, shared
+with the auditor, in ``verify/compact.py``. Storage is a callable, so this
 module is pure: ``get(level, idx)`` returns a stored hash or raises KeyError.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
-from verify.rfc9162 import EMPTY_ROOT, node_hash
+from verify.compact import CompactRange, NodeGetter, fold, tiling
+from verify.rfc9162 import EMPTY_ROOT
 
 __all__ = [
     "CompactRange",
@@ -25,50 +24,6 @@ __all__ = [
     "inclusion_proof",
     "root_at",
 ]
-
-NodeGetter = Callable[[int, int], bytes]
-
-
-@dataclass
-class CompactRange:
-    """The right frontier of a tree: the perfect subtrees tiling ``[0, size)``, largest first.
-
-    O(log n) memory. ``append`` returns the perfect nodes the new leaf completes, which are all
-    the server must persist for ``root_at`` and the proofs to work at any later size.
-    """
-
-    size: int = 0
-    _hashes: list[bytes] = field(default_factory=list, repr=False)
-
-    @classmethod
-    def empty(cls) -> CompactRange:
-        return cls()
-
-    @classmethod
-    def load(cls, size: int, get: NodeGetter) -> CompactRange:
-        """Rebuild the frontier of a stored tree of ``size`` leaves with O(log n) reads."""
-        _require(size >= 0, f"tree size must be >= 0, got {size}")
-        return cls(size, [get(level, idx) for level, idx in _tiling(0, size)])
-
-    def append(self, leaf_hash: bytes) -> list[tuple[int, int, bytes]]:
-        """Add a leaf; return the new perfect nodes ``(level, idx, hash)``, the leaf first.
-
-        Each trailing 1-bit of the old size is a perfect subtree of the same height as the one
-        being completed, so they merge, as in a binary counter's carry.
-        """
-        level, idx, h = 0, self.size, leaf_hash
-        new = [(level, idx, h)]
-        while idx & 1:
-            h = node_hash(self._hashes.pop(), h)
-            level, idx = level + 1, idx >> 1
-            new.append((level, idx, h))
-        self._hashes.append(h)
-        self.size += 1
-        return new
-
-    def root(self) -> bytes:
-        """MTH of the current tree (§2.1.1), EMPTY_ROOT when it has no leaves."""
-        return _fold(self._hashes) if self._hashes else EMPTY_ROOT
 
 
 def root_at(size: int, get: NodeGetter) -> bytes:
@@ -122,29 +77,7 @@ def consistency_proof(first: int, second: int, get: NodeGetter) -> list[bytes]:
 
 def _range_hash(begin: int, end: int, get: NodeGetter) -> bytes:
     """MTH of leaves ``[begin, end)``, a node of the RFC tree: one read if perfect, else a fold."""
-    return _fold([get(level, idx) for level, idx in _tiling(begin, end)])
-
-
-def _tiling(begin: int, end: int) -> list[tuple[int, int]]:
-    """The perfect subtrees ``(level, idx)`` tiling ``[begin, end)``, largest first.
-
-    ``begin`` must be aligned to the largest power of two not above ``end - begin``, which holds
-    for every node of the RFC tree (its left part is always a power of two, §2.1.1).
-    """
-    nodes = []
-    while begin < end:
-        level = (end - begin).bit_length() - 1
-        nodes.append((level, begin >> level))
-        begin += 1 << level
-    return nodes
-
-
-def _fold(hashes: list[bytes]) -> bytes:
-    """Combine perfect-subtree hashes, largest (leftmost) first, from the right (§2.1.1)."""
-    acc = hashes[-1]
-    for h in reversed(hashes[:-1]):
-        acc = node_hash(h, acc)
-    return acc
+    return fold([get(level, idx) for level, idx in tiling(begin, end)])
 
 
 def _split(width: int) -> int:

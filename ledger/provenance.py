@@ -35,6 +35,7 @@ CLAIM_GENERATOR = "tenure/0.1.0"
 
 
 def digest(data: bytes) -> str:
+    """Base64 SHA-256, as the manifest's hashes are written."""
     return base64.b64encode(hashlib.sha256(data).digest()).decode()
 
 
@@ -62,6 +63,8 @@ def _without_secrets(parsed: Any) -> Any:
 
 
 class Issuer:
+    """Issues the Verifiable Credential (``_provenance``) over every answer (DESIGN §5)."""
+
     def __init__(self, signer: Signer) -> None:
         self.signer = signer
 
@@ -74,6 +77,9 @@ class Issuer:
         now: str,
         suite: str,
     ) -> dict[str, Any]:
+        """The credential over ``data``: its manifest binds the canonical ``request`` and the
+        exact ``entry`` bytes (with the entry's ``pseudonyms``), dated ``now``, signed with
+        ``suite`` (eddsa-jcs-2022 or eddsa-rdfc-2022)."""
         subject: dict[str, Any] = {"type": "LeaseAnswer"}
         subject.update((name, data[name]) for name in SUBJECT_FIELDS if name in data)
         if "ledger" in data:

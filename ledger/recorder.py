@@ -36,24 +36,35 @@ class Recorded:
     position: Position | None = None
     entry: bytes | None = None
     """The exact bytes of the last entry appended (the call's own event)."""
+    names: dict[str, str] | None = None
+    """The pseudonyms that entry names (``ledger.entries.PSEUDONYM_FIELDS``)."""
 
 
 class Recorder:
+    """Turns decisions into ledger entries and the changes that make them durable.
+
+    Owns the in-memory Merkle frontier (``tree``) and the per-tenant pseudonym keys derived
+    from the master secret; it never writes, the group committer does.
+    """
+
     def __init__(self, tree: CompactRange, master_secret: bytes) -> None:
         self.tree = tree
         self._master = master_secret
         self._names: dict[str, Pseudonyms] = {}
 
     def position(self) -> Position:
+        """The tree's size and root after everything recorded so far."""
         return Position(self.tree.size, b64(self.tree.root()))
 
     def pseudonyms(self, tenant: str) -> Pseudonyms:
+        """The tenant's keyed pseudonyms (DESIGN §4), derived once and cached."""
         names = self._names.get(tenant)
         if names is None:
             names = self._names[tenant] = Pseudonyms.derive(self._master, tenant)
         return names
 
     def record(self, res: Resource, decision: Decision) -> Recorded:
+        """Append one entry per event; the changes, the position and the last entry's bytes."""
         if not decision.events:
             return Recorded([])
         names = self.pseudonyms(res.tenant)
@@ -70,7 +81,13 @@ class Recorder:
             ops.append(_lease_change(res, event))
         ops.append(_resource_change(res))
         position = Position(self.tree.size, b64(self.tree.root()), index, b64(leaf))
-        return Recorded(ops, position, entry)
+        last = decision.events[-1].lease.holder
+        entry_names = {
+            "tenant": names.tenant,
+            "resource": names.resource(res.name),
+            "holder": names.holder(last),
+        }
+        return Recorded(ops, position, entry, entry_names)
 
 
 def _result_digest(res: Resource, event: Event) -> str | None:

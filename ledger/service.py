@@ -15,8 +15,8 @@ import asyncio
 import contextlib
 import hashlib
 import heapq
+import json
 import random
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,18 +33,19 @@ from ledger.calls import (
     owner_digest,
 )
 from ledger.changes import ArmDeadMan, Change, DisarmDeadMan
+from ledger.committer import GroupCommitter
 from ledger.deadman import DeadMen
-from ledger.entries import iso
+from ledger.entries import iso, pseudonyms_of
 from ledger.idempotency import RequestMemory
 from ledger.leases import Decision, EventKind, Outcome, Resource
+from ledger.ops import ACQUIRING, IDEMPOTENT, Op
 from ledger.recorder import Recorder
 from ledger.scopes import ScopeIndex
-from ledger.state import Committed, load_state
-from ledger.store import GroupCommitter, StorageError
+from ledger.state import Committed
+from ledger.storage import Storage, StorageError
 from ledger.waiting import WaitQueues
 
 Key = tuple[str, str]
-IDEMPOTENT_OPS = frozenset({"acquire", "wait", "renew", "release", "complete"})
 FREEING = frozenset(
     {EventKind.RELEASE, EventKind.EXPIRE, EventKind.COMPLETE, EventKind.SCOPE_RELEASE}
 )
@@ -52,7 +53,15 @@ FREEING = frozenset(
 
 @dataclass
 class LeaseService:
-    conn: sqlite3.Connection
+    """The lease operations of DESIGN §3.2 over in-memory state with a durable image.
+
+    Build it on an open :class:`~ledger.storage.Storage`, ``await start()`` on the event loop that
+    will call it, then :meth:`lease`, :meth:`heartbeat`, :meth:`release_scope` and :meth:`sweep`;
+    every answer is returned only once the changes behind it are durable. ``clock`` (ms since the
+    epoch) is the only clock it reads. ``ledger/runtime.py`` wires it with everything else.
+    """
+
+    storage: Storage
     master_secret: bytes
     limits: Limits = field(default_factory=Limits)
     clock: Callable[[], int] = now_ms
@@ -62,9 +71,8 @@ class LeaseService:
         self._base = {"deterministic": True, "limits": self.limits.as_data(), "versions": VERSIONS}
         self._waiters = WaitQueues()
         self._committer: GroupCommitter | None = None
-        self._sweeper: asyncio.Task[None] | None = None
         self._recovery: asyncio.Task[None] | None = None
-        self._load(load_state(self.conn))
+        self._load(self.storage.load_live())
 
     def _load(self, state: Committed) -> None:
         self.resources: dict[Key, Resource] = state.resources
@@ -79,14 +87,13 @@ class LeaseService:
 
     # -- life cycle -------------------------------------------------------------------------
 
-    async def start(self, sweep_interval: float = 0.1) -> None:
-        self._committer = GroupCommitter(self.conn, asyncio.get_running_loop())
+    async def start(self) -> None:
+        """Start the writer and record what expired while the service was down; the periodic
+        sweep is the runtime's supervised task (``ledger/runtime.py``)."""
+        self._committer = GroupCommitter(self.storage, asyncio.get_running_loop())
         self.sweep(self.clock())
-        self._sweeper = asyncio.create_task(self._sweep_forever(sweep_interval))
 
     async def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
         self._waiters.cancel_all()
         if self._committer is not None:
             last = self._committer.barrier()
@@ -137,7 +144,7 @@ class LeaseService:
         with contextlib.suppress(StorageError):
             await committer.submit([])  # resolves after every batch queued before it
         self._waiters.cancel_all()
-        self._load(load_state(self.conn))
+        self._load(self.storage.load_live())
         committer.reset()
 
     # -- lease operations -------------------------------------------------------------------
@@ -149,7 +156,7 @@ class LeaseService:
             replay = self._replay(call, digest)
             if replay is not None:
                 await self.durable(committer.barrier())
-                return replay
+                return self._cite_entry(replay)
         key = (call.tenant, call.resource)
         res = self.resources.get(key) or Resource(call.tenant, call.resource)
         now = self.clock()
@@ -173,10 +180,20 @@ class LeaseService:
             return Answer(self._render(call, res, decision, self.clock()), decision.outcome)
         return Answer({**known.data, "replayed": True}, known.outcome)
 
+    def _cite_entry(self, replay: Answer) -> Answer:
+        """A replayed answer carries the durable entry it cites and that entry's pseudonyms."""
+        index = (
+            replay.data.get("ledger", {}).get("logIndex") if replay.data.get("replayed") else None
+        )
+        entry = None if index is None else self.storage.entry(index)
+        if entry is not None:
+            replay.entry, replay.pseudonyms = entry, pseudonyms_of(json.loads(entry))
+        return replay
+
     def _decide(self, call: LeaseCall, res: Resource, now: int) -> tuple[Decision, str | None]:
         presented = owner_digest(call.owner_token) if call.owner_token else None
         ttl_ms = call.ttl_seconds * 1000
-        if call.op in ("acquire", "wait"):
+        if call.op in ACQUIRING:
             token = new_owner_token()
             args = leases.AcquireArgs(
                 holder=call.holder or "",
@@ -191,14 +208,14 @@ class LeaseService:
             )
             decision = leases.acquire(res, args, now)
             return decision, token if decision.outcome is Outcome.GRANTED else None
-        if call.op == "get":
+        if call.op == Op.GET:
             return leases.get(res, now), None
         assert presented is not None, "the edge requires ownerToken for this op"
-        if call.op == "renew":
+        if call.op == Op.RENEW:
             return leases.renew(res, presented, call.fencing_token, ttl_ms, now), None
-        if call.op == "release":
+        if call.op == Op.RELEASE:
             return leases.release(res, presented, call.fencing_token, now), None
-        if call.op == "complete":
+        if call.op == Op.COMPLETE:
             result = redact(call.result)
             return leases.complete(res, presented, call.fencing_token, result, now), None
         raise ValueError(f"unknown op {call.op!r}")
@@ -209,7 +226,7 @@ class LeaseService:
         return hashlib.sha256(call.fingerprint.encode()).digest()
 
     def _should_wait(self, call: LeaseCall, decision: Decision) -> bool:
-        waits = call.op == "wait" or call.wait_seconds is not None
+        waits = call.op == Op.WAIT or call.wait_seconds is not None
         return waits and decision.outcome is Outcome.HELD and not decision.same_holder_label
 
     def _commit(
@@ -222,9 +239,9 @@ class LeaseService:
         digest: bytes | None,
     ) -> tuple[Answer, asyncio.Future[None] | None]:
         """Record the decision's events, render the answer, queue the statements."""
-        ops, position, entry = self._record(res, decision)
+        ops, position, entry, names = self._record(res, decision)
         data = self._render(call, res, decision, now, position)
-        answer = Answer(data, decision.outcome, token is not None, entry)
+        answer = Answer(data, decision.outcome, token is not None, entry, names)
         if digest is not None and decision.changed:
             ops.append(
                 self._requests.remember(call.tenant, call.request_id or "", digest, data, now)
@@ -255,15 +272,15 @@ class LeaseService:
 
     def _record(
         self, res: Resource, decision: Decision
-    ) -> tuple[list[Change], Position | None, bytes | None]:
+    ) -> tuple[list[Change], Position | None, bytes | None, dict[str, str] | None]:
         """Append the decision's events to the ledger; the statements that make them durable."""
         if not decision.events:
-            return [], None, None
+            return [], None, None, None
         self.resources[(res.tenant, res.name)] = res
         recorded = self.recorder.record(res, decision)
         for event in decision.events:
             self._track(res, event.lease, event.kind)
-        return recorded.ops, recorded.position, recorded.entry
+        return recorded.ops, recorded.position, recorded.entry, recorded.names
 
     def _track(
         self, res: Resource, lease: leases.Lease, kind: EventKind = EventKind.ACQUIRE
@@ -374,12 +391,6 @@ class LeaseService:
 
     # -- the sweeper (rule 7, rule 13, rule 12's 24 h) --------------------------------------
 
-    async def _sweep_forever(self, interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            if self.healthy:
-                self.sweep(self.clock())
-
     def sweep(self, now: int) -> None:
         while self._expiries and self._expiries[0][0] <= now:
             _, tenant, name = heapq.heappop(self._expiries)
@@ -408,7 +419,7 @@ def _cancelling() -> bool:
 
 def _digest_of(call: LeaseCall) -> bytes | None:
     """Rule 12 applies to calls with a requestId that can change state."""
-    return call.digest() if call.request_id and call.op in IDEMPOTENT_OPS else None
+    return call.digest() if call.request_id and call.op in IDEMPOTENT else None
 
 
 VERSIONS = {

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ledger.keyring import load_or_create_secret, signing_keys
-from ledger.store import DB_NAME, open_db
+from ledger.sqlite.store import DB_NAME, open_db
 from tests.conftest import ROOT
 
 

@@ -3,6 +3,7 @@ verifier, by `POST /api/v1/verify-provenance`, and by Digital Bazaar's verifier 
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 from typing import Any
@@ -10,8 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
+from ledger.keyring import load_signing_keys
+from ledger.provenance import Issuer
+from ledger.signer import Signer
 from tests.conftest import Server, rid
 from tests.interop_util import node_available, run_node_verifier
+from verify.dataintegrity import JCS_SUITE as JCS
 from verify.receipt import verify_receipt
 
 RDFC = {"Accept-Provenance": "eddsa-rdfc-2022"}
@@ -157,6 +162,34 @@ def test_rotated_key_still_verifies_old_receipts(fresh_server: Server) -> None:
                 api.post("/api/v1/verify-provenance", json=response).json()["data"]["status"]
                 == "pass"
             )
+
+
+def test_a_receipt_signed_after_its_keys_retirement_fails(fresh_server: Server) -> None:
+    """The server's verifier honours the key periods it publishes (DESIGN §5): a retired key,
+    perhaps leaked, cannot vouch for an answer dated after its retirement."""
+    fresh_server.start()
+    with fresh_server.client() as api:
+        old = sample_responses(api)[0]
+    fresh_server.stop()
+    fresh_server.rotate_keys()
+    fresh_server.start()
+    retired = load_signing_keys(fresh_server.root / "keys")[0]
+    with fresh_server.client() as api:
+        index = old["data"]["ledger"]["logIndex"]
+        leaf = api.get("/api/v1/log/entries", params={"start": index, "end": index + 1})
+        entry = base64.b64decode(leaf.json()["entries"][0]["leaf"])
+        pseudonyms = old["_provenance"]["credentialSubject"].get("pseudonyms")
+        later = Issuer(Signer(retired.private_key)).issue(
+            old["data"], b"{}", entry, pseudonyms, "2099-01-01T00:00:00.000Z", JCS
+        )
+        forged = {"data": old["data"], "_provenance": later}
+        report = api.post("/api/v1/verify-provenance", json=forged).json()["data"]
+        assert report["status"] == "fail"
+        failed = [check for check in report["checks"] if not check["ok"]]
+        assert [check["check"] for check in failed] == ["issuer"], failed
+        assert "retired" in failed[0]["detail"]
+        again = api.post("/api/v1/verify-provenance", json=old).json()["data"]
+        assert again["status"] == "pass"  # issued while the key was active: still good
 
 
 @pytest.mark.skipif(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ from api.tenancy import RateLimiter
 from ledger.answers import REDACTED, redact
 from ledger.calls import LeaseCall, StorageUnavailable
 from ledger.service import LeaseService
-from ledger.store import open_db
+from ledger.sqlite.store import DB_NAME
+from ledger.storage import open_storage
 
 SECRET = b"s" * 32
 
@@ -34,9 +36,9 @@ def call(op: str, resource: str = "r", **fields: object) -> LeaseCall:
 
 def test_a_grant_served_from_the_queue_replays_its_request_id(tmp_path: Path) -> None:
     async def scenario() -> None:
-        conn = open_db(tmp_path)
-        service = LeaseService(conn, SECRET, clock=Clock())
-        await service.start(sweep_interval=3600)
+        storage = open_storage(tmp_path)
+        service = LeaseService(storage, SECRET, clock=Clock())
+        await service.start()
         held = await service.lease(call("acquire", holder="a"))
         waiting = asyncio.ensure_future(
             service.lease(call("wait", holder="b", wait_seconds=30, request_id="req-b"))
@@ -50,7 +52,7 @@ def test_a_grant_served_from_the_queue_replays_its_request_id(tmp_path: Path) ->
         assert retry.data.get("replayed") is True, retry.data
         assert retry.data["fencingToken"] == granted.data["fencingToken"]
         await service.stop()
-        conn.close()
+        storage.close()
 
     asyncio.run(scenario())
 
@@ -72,9 +74,9 @@ def test_the_sweeper_expires_requests_and_fires_dead_men_exactly_when_due(tmp_pa
     async def scenario() -> None:
         clock = Clock()
         start = clock.now
-        conn = open_db(tmp_path)
-        service = LeaseService(conn, SECRET, clock=clock)
-        await service.start(sweep_interval=3600)
+        storage = open_storage(tmp_path)
+        service = LeaseService(storage, SECRET, clock=clock)
+        await service.start()
         first = await service.lease(call("acquire", "a", holder="w", request_id="q1", scope="s"))
         await service.heartbeat("t", "s", 5)
         clock.now = start + 3000
@@ -97,7 +99,7 @@ def test_the_sweeper_expires_requests_and_fires_dead_men_exactly_when_due(tmp_pa
         assert not retry.data.get("replayed")
         assert retry.data["fencingToken"] > first.data["fencingToken"]
         await service.stop()
-        conn.close()
+        storage.close()
 
     asyncio.run(scenario())
 
@@ -127,12 +129,13 @@ def test_redaction_covers_the_usual_secret_names() -> None:
 
 def test_waiters_get_storage_unavailable_during_recovery(tmp_path: Path) -> None:
     async def scenario() -> None:
-        conn = open_db(tmp_path)
-        service = LeaseService(conn, SECRET, clock=Clock())
-        await service.start(sweep_interval=3600)
+        storage = open_storage(tmp_path)
+        service = LeaseService(storage, SECRET, clock=Clock())
+        await service.start()
         await service.lease(call("acquire", holder="a"))
         waiting = asyncio.ensure_future(service.lease(call("wait", holder="b", wait_seconds=30)))
         await asyncio.sleep(0.01)
+        conn = sqlite3.connect(tmp_path / DB_NAME, isolation_level=None)
         conn.execute(
             "CREATE TRIGGER disk_full BEFORE INSERT ON entries "
             "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
@@ -142,8 +145,9 @@ def test_waiters_get_storage_unavailable_during_recovery(tmp_path: Path) -> None
         with pytest.raises(StorageUnavailable):  # answered 503 unknown, not a bare 500
             await asyncio.wait_for(waiting, 5)
         conn.execute("DROP TRIGGER disk_full")
-        await service.stop()
         conn.close()
+        await service.stop()
+        storage.close()
 
     asyncio.run(scenario())
 

@@ -5,17 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from ledger.calls import LeaseCall, StorageUnavailable
 from ledger.service import LeaseService
-from ledger.state import load_state
-from ledger.store import open_db
+from ledger.storage import open_storage
 from tests.conftest import Server, lease, rid
 
 SECRET = b"s" * 32
+DISK_FULL = (
+    "CREATE TRIGGER disk_full BEFORE INSERT ON entries BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+)
+
+
+def operator(data: Path) -> sqlite3.Connection:
+    """A second connection to the ledger file, as an operator (or a failing disk) would touch it."""
+    return sqlite3.connect(data / "tenure.db", isolation_level=None)
 
 
 def acquire(resource: str, holder: str = "w") -> LeaseCall:
@@ -24,20 +32,18 @@ def acquire(resource: str, holder: str = "w") -> LeaseCall:
 
 def test_failed_commit_answers_unknown_leaves_nothing_and_recovers(tmp_path: Path) -> None:
     async def scenario() -> None:
-        conn = open_db(tmp_path)
-        service = LeaseService(conn, SECRET)
+        storage = open_storage(tmp_path)
+        conn = operator(tmp_path)
+        service = LeaseService(storage, SECRET)
         await service.start()
         granted = await service.lease(acquire("a"))
         assert granted.data["fencingToken"] == 1
-        conn.execute(
-            "CREATE TRIGGER disk_full BEFORE INSERT ON entries "
-            "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
-        )
+        conn.execute(DISK_FULL)
         with pytest.raises(StorageUnavailable):
             await service.lease(acquire("b"))
         with pytest.raises(StorageUnavailable):  # still failing: refused, never a success
             await service.lease(acquire("c"))
-        state = load_state(conn)
+        state = storage.load_live()
         assert set(state.resources) == {("t", "a")}  # nothing of the failed calls is on disk
         assert state.tree.size == 1
         conn.execute("DROP TRIGGER disk_full")  # the disk recovers
@@ -50,6 +56,7 @@ def test_failed_commit_answers_unknown_leaves_nothing_and_recovers(tmp_path: Pat
         fresh = await service.lease(acquire("b"))
         assert fresh.data["ledger"]["logIndex"] == 1  # no gap where the refused batch was
         await service.stop()
+        storage.close()
         conn.close()
 
     asyncio.run(scenario())
@@ -57,14 +64,14 @@ def test_failed_commit_answers_unknown_leaves_nothing_and_recovers(tmp_path: Pat
 
 def test_state_and_tokens_survive_a_restart(tmp_path: Path) -> None:
     async def run(resource: str) -> int:
-        conn = open_db(tmp_path)
-        service = LeaseService(conn, SECRET)
+        storage = open_storage(tmp_path)
+        service = LeaseService(storage, SECRET)
         await service.start()
         answer = await service.lease(acquire(resource, holder=rid()))
         release = LeaseCall("release", "t", resource, owner_token=answer.data["ownerToken"])
         await service.lease(release)
         await service.stop()
-        conn.close()
+        storage.close()
         return int(answer.data["fencingToken"])
 
     assert [asyncio.run(run("r")) for _ in range(3)] == [1, 2, 3]
@@ -89,14 +96,12 @@ def test_a_failed_sweep_recovers_and_records_the_expiry_again(tmp_path: Path) ->
     now = [1_800_000_000_000]
 
     async def scenario() -> None:
-        conn = open_db(tmp_path)
-        service = LeaseService(conn, SECRET, clock=lambda: now[0])
-        await service.start(sweep_interval=3600)  # the test drives the sweeper by hand
+        storage = open_storage(tmp_path)
+        conn = operator(tmp_path)
+        service = LeaseService(storage, SECRET, clock=lambda: now[0])
+        await service.start()  # no runtime, so no periodic sweeper: the test sweeps by hand
         await service.lease(LeaseCall("acquire", "t", "r", holder="w", ttl_seconds=1))
-        conn.execute(
-            "CREATE TRIGGER disk_full BEFORE INSERT ON entries "
-            "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
-        )
+        conn.execute(DISK_FULL)
         now[0] += 2000
         service.sweep(now[0])  # nobody awaits this commit; its failure must still be noticed
         for _ in range(100):
@@ -110,6 +115,7 @@ def test_a_failed_sweep_recovers_and_records_the_expiry_again(tmp_path: Path) ->
         kinds = [row[0] for row in conn.execute("SELECT json_extract(leaf, '$.kind') FROM entries")]
         assert kinds == ["acquire", "expire"]
         await service.stop()
+        storage.close()
         conn.close()
 
     asyncio.run(scenario())

@@ -36,6 +36,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from verify.audit_report import AuditReport, Violation
+from verify.compact import CompactRange
 from verify.errors import AuditFailed, MalformedInput, SignatureError
 from verify.export_records import (
     EXPORT_TYPE,
@@ -53,7 +54,7 @@ from verify.invariants import Rules
 from verify.limits import check_bounds
 from verify.multikey import public_key_from_did
 from verify.note import parse_checkpoint, verify_note
-from verify.rfc9162 import EMPTY_ROOT, leaf_hash, node_hash
+from verify.rfc9162 import leaf_hash
 
 __all__ = [
     "EXPORT_TYPE",
@@ -108,32 +109,6 @@ def check_audit(
 # -- the replay ----------------------------------------------------------------------------
 
 
-class _Frontier:
-    """A compact range over ``[0, size)``: the perfect subtrees' roots, largest first (§2.1.1)."""
-
-    __slots__ = ("_hashes", "size")
-
-    def __init__(self) -> None:
-        self.size = 0
-        self._hashes: list[bytes] = []
-
-    def append(self, leaf: bytes) -> None:
-        h, idx, hashes = leaf, self.size, self._hashes
-        while idx & 1:  # each trailing 1-bit is a subtree of the height just completed
-            h = node_hash(hashes.pop(), h)
-            idx >>= 1
-        hashes.append(h)
-        self.size += 1
-
-    def root(self) -> bytes:
-        if not self._hashes:
-            return EMPTY_ROOT
-        acc = self._hashes[-1]
-        for h in reversed(self._hashes[:-1]):
-            acc = node_hash(h, acc)
-        return acc
-
-
 class _Replay:
     def __init__(
         self, header: tuple[str, int], trusted: Collection[str] | None, progress: Progress | None
@@ -142,7 +117,7 @@ class _Replay:
         self.report = AuditReport(self.origin, size, trusted is not None)
         self.trusted = None if trusted is None else dict(_trusted(did) for did in trusted)
         self.keys: list[Key] = []
-        self.tree = _Frontier()
+        self.tree = CompactRange()
         # Checkpoints read ahead of their last entry: a heap by size (linear-time overall).
         self.pending: list[tuple[int, int, Checkpoint]] = []
         self.arrival = itertools.count()

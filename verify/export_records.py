@@ -37,7 +37,7 @@ __all__ = [
 EXPORT_TYPE = "tenure-ledger-export"
 EXPORT_VERSION = 1
 
-# The v1 entry (ledger/entries.py, docs/decisions/0001-ledger-entry.md).
+# The v1 entry (ledger/entries.py, docs/decisions/0001-ledger-entry-format.md).
 _REQUIRED: dict[str, type] = {
     "v": int,
     "index": int,

@@ -1,26 +1,17 @@
-"""SQLite storage: schema and migrations, the start-up load, and group commit.
+"""SQLite: the connection and its pragmas, schema and migrations, and the change→SQL translation.
 
 The ledger is one SQLite file in WAL mode with ``synchronous=FULL``: a commit returns only after
-the WAL is fsynced. The request path never waits for its own fsync alone: every mutation is handed
-to one writer thread as a list of typed changes (``ledger/changes.py``, translated to prepared
-statements by :func:`apply`), and the writer commits whatever has queued up since its last commit
-in one transaction (group commit). Callers await a future that resolves
-once their statements are durable, and only then answer.
-
-If a commit fails the writer refuses every later batch until :meth:`GroupCommitter.reset`: the
-in-memory state above it has run ahead of the disk, and the service must reload before it answers
-again (DESIGN §3.3: 503 with ``status: unknown``).
+the WAL is fsynced. The group committer (``ledger/committer.py``) hands every batch queued since
+its last commit to one write transaction (``ledger/sqlite/backend.py``), where :func:`apply`
+translates each typed change (``ledger/changes.py``) to a prepared statement.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-import queue
 import sqlite3
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
@@ -40,13 +31,10 @@ from ledger.changes import (
     RememberRequest,
     SetLeaseExpiry,
 )
+from ledger.storage import StorageError
 
 SCHEMA_VERSION = 1
 DB_NAME = "tenure.db"
-
-
-class StorageError(Exception):
-    """The storage could not durably record a change; the outcome is unknown."""
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -147,12 +135,6 @@ def open_db(data_dir: Path) -> sqlite3.Connection:
     return conn
 
 
-def default_origin(conn: sqlite3.Connection) -> str:
-    """The checkpoint origin (and note key name) when the operator names none: unique per log."""
-    row = conn.execute("SELECT value FROM meta WHERE key = 'log_id'").fetchone()
-    return f"tenure.local/log/{row[0]}"
-
-
 _COLUMNS: dict[type, tuple[str, ...]] = {}
 
 
@@ -221,90 +203,3 @@ def _apply_rare(conn: sqlite3.Connection, change: Change) -> None:
             conn.execute(sql + " VALUES (?, ?, ?, ?, ?)", _row(change))
         case _:
             raise TypeError(f"no SQLite translation for {change!r}")
-
-
-_Batch = list[tuple[Sequence[Change], "asyncio.Future[None]"]]
-
-
-class GroupCommitter:
-    """One writer thread; each commit carries every batch queued since the last one."""
-
-    def __init__(self, conn: sqlite3.Connection, loop: asyncio.AbstractEventLoop) -> None:
-        self._conn = conn
-        self._loop = loop
-        self._queue: queue.SimpleQueue[tuple[Sequence[Change], asyncio.Future[None]] | None] = (
-            queue.SimpleQueue()
-        )
-        self._last: asyncio.Future[None] | None = None
-        self.failure: BaseException | None = None
-        self.commits = 0
-        self._thread = threading.Thread(target=self._run, name="tenure-writer", daemon=True)
-        self._thread.start()
-
-    def submit(self, changes: Sequence[Change]) -> asyncio.Future[None]:
-        future: asyncio.Future[None] = self._loop.create_future()
-        self._queue.put((changes, future))
-        self._last = future
-        return future
-
-    def barrier(self) -> asyncio.Future[None] | None:
-        """The future of the newest batch if it is not yet durable: reads wait for it."""
-        last = self._last
-        return None if last is None or last.done() else last
-
-    def reset(self) -> None:
-        self.failure = None
-
-    def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            batch: _Batch = [item]
-            stop = self._drain(batch)
-            error = self._commit(batch)
-            self._loop.call_soon_threadsafe(_resolve, batch, error)
-            if stop:
-                return
-
-    def _drain(self, batch: _Batch) -> bool:
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return False
-            if item is None:
-                return True
-            batch.append(item)
-
-    def _commit(self, batch: _Batch) -> BaseException | None:
-        if self.failure is not None:
-            return self.failure
-        conn = self._conn
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            for changes, _ in batch:
-                for change in changes:
-                    apply(conn, change)
-            conn.execute("COMMIT")
-            self.commits += 1
-            return None
-        except BaseException as error:  # any failure leaves the outcome unknown
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            self.failure = error
-            return error
-
-
-def _resolve(batch: _Batch, error: BaseException | None) -> None:
-    for _, future in batch:
-        if future.done():
-            continue
-        if error is None:
-            future.set_result(None)
-        else:
-            future.set_exception(StorageError(str(error)))

@@ -1,0 +1,114 @@
+"""The composition root outside any framework (STYLE 9b, docs/decisions/0005).
+
+A :class:`Runtime` wires the storage, the signing keys and master secret (``ledger/keyring.py``),
+the lease service, the log reader, the issuer and the supervised background tasks — the sweeper
+(rule 7, rule 13, rule 12's 24 h) and the periodic checkpoint sealer. Any front starts the whole
+service in a few lines::
+
+    runtime = Runtime.open(RuntimeConfig(data_dir, keys_dir))
+    await runtime.start()
+    answer = await runtime.service.lease(LeaseCall("acquire", "t", "r", holder="w"))
+    await runtime.stop()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ledger.calls import Limits, now_ms
+from ledger.keyring import load_or_create_secret, record_keys, signing_keys
+from ledger.log import LogReader, SignedCheckpoint
+from ledger.provenance import Issuer
+from ledger.service import LeaseService
+from ledger.signer import Signer
+from ledger.storage import Storage, default_origin, open_storage
+from ledger.supervisor import Supervisor
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """Where the ledger and keys live, the limits, the task intervals and the clock (ms)."""
+
+    data_dir: Path
+    keys_dir: Path
+    origin: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    sweep_interval: float = 0.1
+    checkpoint_interval: float = 10.0
+    clock: Callable[[], int] = now_ms
+
+
+class Runtime:
+    """The running service, independent of how it is reached (HTTP, MCP, a CLI, a test)."""
+
+    def __init__(self, config: RuntimeConfig, storage: Storage) -> None:
+        self.config = config
+        self.storage = storage
+        self.clock = config.clock
+        keys = signing_keys(config.keys_dir, self.clock())
+        record_keys(storage, keys[-1], self.clock())
+        origin = config.origin or default_origin(storage.log_id())
+        self.log = LogReader(storage, origin, keys[-1])
+        self.issuer = Issuer(Signer(keys[-1].private_key))
+        secret = load_or_create_secret(config.keys_dir)
+        self.service = LeaseService(storage, secret, config.limits, self.clock)
+        self.tasks = Supervisor()
+        self.tasks.add("sweeper", self._sweep, config.sweep_interval)
+        self.tasks.add("sealer", self._seal, config.checkpoint_interval)
+
+    @classmethod
+    def open(cls, config: RuntimeConfig) -> Runtime:
+        """Open the storage at ``config.data_dir`` and wire everything over it."""
+        storage = open_storage(config.data_dir)
+        try:
+            return cls(config, storage)
+        except BaseException:
+            storage.close()
+            raise
+
+    async def start(self) -> None:
+        """Start the writer, record what expired while down, start the background tasks."""
+        await self.service.start()
+        self.tasks.start()
+
+    async def stop(self) -> None:
+        """Stop the tasks, let every queued commit finish, close the storage."""
+        await self.tasks.stop()
+        await self.service.stop()
+        self.storage.close()
+
+    @property
+    def healthy(self) -> bool:
+        return self.service.healthy and self.tasks.healthy
+
+    def health(self) -> dict[str, Any]:
+        """Storage and background-task health; ``status`` is ``pass`` only if all are well."""
+        ok = self.healthy
+        return {
+            "status": "pass" if ok else "unknown",
+            "storage": "ok" if self.service.healthy else "unavailable",
+            "tasks": self.tasks.as_data(),
+        }
+
+    async def publish_checkpoint(self) -> SignedCheckpoint:
+        """Sign a checkpoint of everything durable so far (or reuse the latest if the tree has
+        not grown) and store it durably before anyone sees it."""
+        service = self.service
+        await service.durable(service.committer.barrier())
+        signed, change = self.log.checkpoint(self.clock())
+        if change is not None:
+            await service.durable(service.committer.submit([change]))
+        return signed
+
+    async def _sweep(self) -> None:
+        if self.service.healthy:  # else the writer is recovering: the next round sweeps
+            self.service.sweep(self.clock())
+
+    async def _seal(self) -> None:
+        """Seal the log periodically, as transparency logs publish tree heads, so entries do not
+        wait for a reader to ask before a signed checkpoint covers them."""
+        if self.service.healthy:
+            await self.publish_checkpoint()

@@ -1,0 +1,189 @@
+"""``SQLiteStorage``: the storage Protocol over one SQLite file (WAL, ``synchronous=FULL``).
+
+Two connections: the writer, used by :meth:`SQLiteStorage.transaction` (the group committer's
+thread, and start-up), and the reader of the loop thread, which in WAL mode sees only committed
+data and never blocks the writer. An export snapshot gets its own connection and read transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ledger.changes import Change
+from ledger.leases import Resource
+from ledger.sqlite import reads
+from ledger.sqlite.store import DB_NAME, apply, connect, open_db
+from ledger.state import Committed
+from ledger.storage import ApiKeyRecord, CheckpointRecord, KeyRecord, RequestRecord, StorageError
+
+
+def exists(data_dir: Path) -> bool:
+    return (data_dir / DB_NAME).is_file()
+
+
+class SQLiteTransaction:
+    """One ``BEGIN IMMEDIATE`` transaction of the writer connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def apply(self, change: Change) -> None:
+        apply(self._conn, change)
+
+    def tree_size(self) -> int:
+        return reads.tree_size(self._conn)
+
+    def node(self, level: int, index: int) -> bytes:
+        return reads.node(self._conn, level, index)
+
+    def resource(self, tenant: str, name: str) -> Resource | None:
+        return reads.resource(self._conn, tenant, name)
+
+    def request(self, tenant: str, request_id: str) -> RequestRecord | None:
+        return reads.request(self._conn, tenant, request_id)
+
+
+class SQLiteSnapshot:
+    """A deferred read transaction: its first read fixes what every later read sees."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def tree_size(self) -> int:
+        return reads.tree_size(self._conn)
+
+    def node(self, level: int, index: int) -> bytes:
+        return reads.node(self._conn, level, index)
+
+    def log_id(self) -> str:
+        return reads.log_id(self._conn)
+
+    def signing_keys(self) -> list[KeyRecord]:
+        return reads.keys(self._conn)
+
+    def entries(self, end: int) -> Iterator[tuple[int, bytes]]:
+        return reads.entries(self._conn, 0, end)
+
+    def checkpoints(self, up_to: int) -> Iterator[CheckpointRecord]:
+        return reads.checkpoints(self._conn, 0, up_to)
+
+    def latest_checkpoint(self) -> CheckpointRecord | None:
+        return reads.latest_checkpoint(self._conn)
+
+
+class SQLiteStorage:
+    """The ledger in ``<data_dir>/tenure.db``."""
+
+    def __init__(self, path: Path, writer: sqlite3.Connection, reader: sqlite3.Connection):
+        self.path = path
+        self._writer = writer
+        self._reader = reader
+
+    @classmethod
+    def open(cls, data_dir: Path) -> SQLiteStorage:
+        """Open (creating and migrating if needed); a ledger that cannot be opened raises
+        :class:`StorageError` saying why."""
+        try:
+            writer = open_db(data_dir)
+            return cls(data_dir / DB_NAME, writer, connect(data_dir / DB_NAME))
+        except sqlite3.Error as error:
+            raise StorageError(f"cannot open the ledger in {data_dir}: {error}") from error
+
+    def check_writable(self) -> None:
+        """Take and drop the write lock: raises :class:`StorageError` on a read-only ledger."""
+        try:
+            self._writer.execute("BEGIN IMMEDIATE")
+            self._writer.execute("ROLLBACK")
+        except sqlite3.Error as error:
+            raise StorageError(f"cannot write the ledger: {error}") from error
+
+    @contextmanager
+    def transaction(self) -> Iterator[SQLiteTransaction]:
+        conn = self._writer
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield SQLiteTransaction(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def tree_size(self) -> int:
+        return reads.tree_size(self._reader)
+
+    def node(self, level: int, index: int) -> bytes:
+        return reads.node(self._reader, level, index)
+
+    def entry(self, index: int) -> bytes | None:
+        return reads.entry(self._reader, index)
+
+    def entries(self, start: int, end: int) -> list[tuple[int, bytes]]:
+        return list(reads.entries(self._reader, start, end))
+
+    def latest_checkpoint(self) -> CheckpointRecord | None:
+        return reads.latest_checkpoint(self._reader)
+
+    def checkpoint(self, tree_size: int) -> CheckpointRecord | None:
+        return reads.checkpoint(self._reader, tree_size)
+
+    def checkpoints(self, start: int, limit: int) -> list[CheckpointRecord]:
+        return list(reads.checkpoints(self._reader, start, 2**63 - 1, limit))
+
+    def signing_keys(self) -> list[KeyRecord]:
+        return reads.keys(self._reader)
+
+    def record_key_use(self, key: KeyRecord) -> None:
+        with self.transaction():
+            self._writer.execute(
+                "UPDATE signing_keys SET valid_until = ? WHERE valid_until IS NULL AND did != ?",
+                (key.valid_from, key.did),
+            )
+            self._writer.execute(
+                "INSERT OR IGNORE INTO signing_keys(did, public_key, multikey, valid_from,"
+                " valid_until) VALUES (?, ?, ?, ?, NULL)",
+                (key.did, key.public_key, key.multikey, key.valid_from),
+            )
+
+    def api_key_tenant(self, digest: bytes) -> str | None:
+        sql = "SELECT tenant FROM api_keys WHERE key_digest = ?"
+        row = self._reader.execute(sql, (digest,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def add_api_key(self, record: ApiKeyRecord) -> None:
+        with self.transaction():
+            self._writer.execute(
+                "INSERT INTO api_keys(key_digest, tenant, name, created_at) VALUES (?, ?, ?, ?)",
+                (record.digest, record.tenant, record.name, record.created_at),
+            )
+
+    def api_keys(self) -> list[ApiKeyRecord]:
+        return reads.api_keys(self._reader)
+
+    def revoke_api_key(self, digest: bytes) -> bool:
+        with self.transaction():
+            sql = "DELETE FROM api_keys WHERE key_digest = ?"
+            return self._writer.execute(sql, (digest,)).rowcount > 0
+
+    def log_id(self) -> str:
+        return reads.log_id(self._reader)
+
+    def load_live(self) -> Committed:
+        return reads.load_live(self._reader)
+
+    @contextmanager
+    def export_snapshot(self) -> Iterator[SQLiteSnapshot]:
+        conn = connect(self.path)
+        try:
+            conn.execute("BEGIN")  # deferred: the first read fixes the snapshot
+            yield SQLiteSnapshot(conn)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self._reader.close()
+        self._writer.close()

@@ -1,0 +1,132 @@
+"""SQLite reads: plain functions of a connection, used inside and outside a write transaction."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+from ledger.leases import Completion, Lease, Resource
+from ledger.merkle import CompactRange
+from ledger.state import Committed
+from ledger.storage import ApiKeyRecord, CheckpointRecord, KeyRecord, RequestRecord
+
+_CHECKPOINT = "SELECT tree_size, root_hash, timestamp, note, key_did FROM checkpoints"
+_LEASE = "SELECT holder, fencing_token, owner_digest, expires_at, scope, lease_id FROM leases"
+
+
+def tree_size(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT max(idx) FROM entries").fetchone()
+    return 0 if row[0] is None else int(row[0]) + 1
+
+
+def node(conn: sqlite3.Connection, level: int, index: int) -> bytes:
+    sql = "SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?"
+    row = conn.execute(sql, (level, index)).fetchone()
+    if row is None:
+        raise KeyError((level, index))
+    return bytes(row[0])
+
+
+def entry(conn: sqlite3.Connection, index: int) -> bytes | None:
+    row = conn.execute("SELECT leaf FROM entries WHERE idx = ?", (index,)).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def entries(conn: sqlite3.Connection, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    sql = "SELECT idx, leaf FROM entries WHERE idx >= ? AND idx < ? ORDER BY idx"
+    for idx, leaf in conn.execute(sql, (start, end)):
+        yield idx, bytes(leaf)
+
+
+def _checkpoint(row: tuple[int, bytes, int, str, str]) -> CheckpointRecord:
+    return CheckpointRecord(row[0], bytes(row[1]), row[2], row[3], row[4])
+
+
+def latest_checkpoint(conn: sqlite3.Connection) -> CheckpointRecord | None:
+    row = conn.execute(_CHECKPOINT + " ORDER BY tree_size DESC LIMIT 1").fetchone()
+    return None if row is None else _checkpoint(row)
+
+
+def checkpoint(conn: sqlite3.Connection, size: int) -> CheckpointRecord | None:
+    row = conn.execute(_CHECKPOINT + " WHERE tree_size = ?", (size,)).fetchone()
+    return None if row is None else _checkpoint(row)
+
+
+def checkpoints(
+    conn: sqlite3.Connection, start: int, stop: int, limit: int = -1
+) -> Iterator[CheckpointRecord]:
+    """Checkpoints with ``start <= tree_size <= stop``, smallest first (``limit`` -1: all)."""
+    sql = _CHECKPOINT + " WHERE tree_size >= ? AND tree_size <= ? ORDER BY tree_size LIMIT ?"
+    for row in conn.execute(sql, (start, stop, limit)):
+        yield _checkpoint(row)
+
+
+def keys(conn: sqlite3.Connection) -> list[KeyRecord]:
+    sql = "SELECT did, public_key, multikey, valid_from, valid_until FROM signing_keys"
+    rows = conn.execute(sql + " ORDER BY valid_from")
+    return [KeyRecord(did, bytes(pub), multi, start, end) for did, pub, multi, start, end in rows]
+
+
+def api_keys(conn: sqlite3.Connection) -> list[ApiKeyRecord]:
+    sql = "SELECT key_digest, tenant, name, created_at FROM api_keys ORDER BY created_at"
+    return [ApiKeyRecord(bytes(d), t, n, c) for d, t, n, c in conn.execute(sql)]
+
+
+def log_id(conn: sqlite3.Connection) -> str:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'log_id'").fetchone()
+    return str(row[0])
+
+
+def request(conn: sqlite3.Connection, tenant: str, request_id: str) -> RequestRecord | None:
+    sql = "SELECT request_digest, answer, created_at FROM idempotency"
+    row = conn.execute(
+        sql + " WHERE tenant = ? AND request_id = ?", (tenant, request_id)
+    ).fetchone()
+    return None if row is None else RequestRecord(bytes(row[0]), json.loads(row[1]), row[2])
+
+
+def resource(conn: sqlite3.Connection, tenant: str, name: str) -> Resource | None:
+    sql = "SELECT * FROM resources WHERE tenant = ? AND name = ?"
+    row = conn.execute(sql, (tenant, name)).fetchone()
+    if row is None:
+        return None
+    found = _resource(row)
+    where = " WHERE tenant = ? AND resource = ? ORDER BY fencing_token"
+    for holder, token, digest, expires, scope, lease_id in conn.execute(_LEASE + where, row[:2]):
+        found.leases.append(Lease(holder, token, bytes(digest), expires, scope, lease_id))
+    return found
+
+
+def load_live(conn: sqlite3.Connection) -> Committed:
+    """Everything the service keeps in memory, read back at start-up and after a failure."""
+    rows = conn.execute("SELECT * FROM resources")
+    resources = {(r.tenant, r.name): r for r in map(_resource, rows)}
+    sql = (
+        "SELECT tenant, resource, holder, fencing_token, owner_digest, expires_at, scope, lease_id"
+    )
+    for tenant, name, holder, token, digest, expires, scope, lease_id in conn.execute(
+        sql + " FROM leases ORDER BY tenant, resource, fencing_token"
+    ):
+        lease = Lease(holder, token, bytes(digest), expires, scope, lease_id)
+        resources[(tenant, name)].leases.append(lease)
+    idempotency = {
+        (t, r): (bytes(d), json.loads(a), c)
+        for t, r, d, a, c in conn.execute("SELECT * FROM idempotency")
+    }
+    scopes = {(t, s): (d, b) for t, s, d, b in conn.execute("SELECT * FROM scopes")}
+    tree = CompactRange.load(tree_size(conn), lambda level, idx: node(conn, level, idx))
+    return Committed(resources, idempotency, scopes, tree)
+
+
+def _resource(row: Any) -> Resource:
+    tenant, name, capacity, max_token, end, fingerprint, result, done_at, done_fp = row
+    completion = None
+    if done_at is not None:
+        completion = Completion(json.loads(result), done_at, _blob(done_fp))
+    return Resource(tenant, name, capacity, max_token, end, _blob(fingerprint), completion)
+
+
+def _blob(value: bytes | None) -> bytes | None:
+    return None if value is None else bytes(value)

@@ -1,0 +1,188 @@
+"""The storage seam (docs/decisions/0005): what the ledger needs from a durable backend.
+
+Every write happens inside :meth:`Storage.transaction`: one write transaction that the backend
+serializes against every other writer (SQLite: ``BEGIN IMMEDIATE`` on the one file; PostgreSQL
+later: row and advisory locks) and commits durably on exit, or rolls back if the block raises.
+The group committer (``ledger/committer.py``) runs every batch queued since its last commit in
+one such transaction. Reads outside a transaction see only committed data. A backend lives in
+its own subpackage (``ledger/sqlite/``), is opened by :func:`open_storage`, and passes the
+contract suite ``tests/test_storage_contract.py``; nothing above this module knows SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ledger.changes import Change, PutCheckpoint
+from ledger.leases import Resource
+from ledger.state import Committed
+
+CheckpointRecord = PutCheckpoint
+"""A stored signed checkpoint: what :class:`PutCheckpoint` stored is what is read back."""
+
+
+class StorageError(Exception):
+    """The storage could not durably record a change; the outcome is unknown."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    """A public signing key the log has used, with its validity period (ms since the epoch)."""
+
+    did: str
+    public_key: bytes
+    multikey: str
+    valid_from: int
+    valid_until: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKeyRecord:
+    """An API key as stored: only its SHA-256, never the key."""
+
+    digest: bytes
+    tenant: str
+    name: str
+    created_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """An idempotency record (rule 12): the request's digest and the answer to replay."""
+
+    digest: bytes
+    answer: dict[str, Any]
+    created_at: int
+
+
+class Transaction(Protocol):
+    """One open write transaction: typed changes in, and the reads a decision needs."""
+
+    def apply(self, change: Change) -> None:
+        """Apply one change (``ledger/changes.py``); append-only tables refuse rewrites."""
+        ...
+
+    def tree_size(self) -> int: ...
+
+    def node(self, level: int, index: int) -> bytes:
+        """A stored perfect-subtree hash; ``KeyError`` if absent."""
+        ...
+
+    def resource(self, tenant: str, name: str) -> Resource | None:
+        """The resource row with its live leases, as this transaction sees it."""
+        ...
+
+    def request(self, tenant: str, request_id: str) -> RequestRecord | None: ...
+
+
+class Snapshot(Protocol):
+    """A consistent read view of the whole ledger (``tenure export``)."""
+
+    def tree_size(self) -> int: ...
+
+    def node(self, level: int, index: int) -> bytes:
+        """A stored perfect node of the tree, as :meth:`Storage.node`."""
+        ...
+
+    def log_id(self) -> str: ...
+
+    def signing_keys(self) -> list[KeyRecord]: ...
+
+    def entries(self, end: int) -> Iterator[tuple[int, bytes]]:
+        """Entries ``[0, end)`` in index order, streamed."""
+        ...
+
+    def checkpoints(self, up_to: int) -> Iterator[CheckpointRecord]:
+        """Checkpoints of tree size ≤ ``up_to``, smallest first."""
+        ...
+
+    def latest_checkpoint(self) -> CheckpointRecord | None: ...
+
+
+class Storage(Protocol):
+    """A ledger backend: the write transaction, and the reads of the loop thread."""
+
+    def transaction(self) -> AbstractContextManager[Transaction]:
+        """One durable write transaction, serialized against every other writer."""
+        ...
+
+    def tree_size(self) -> int: ...
+
+    def node(self, level: int, index: int) -> bytes:
+        """A stored perfect-subtree hash; ``KeyError`` if absent."""
+        ...
+
+    def entry(self, index: int) -> bytes | None: ...
+
+    def entries(self, start: int, end: int) -> list[tuple[int, bytes]]:
+        """Entries ``[start, end)`` that exist, in index order."""
+        ...
+
+    def latest_checkpoint(self) -> CheckpointRecord | None: ...
+
+    def checkpoint(self, tree_size: int) -> CheckpointRecord | None:
+        """The checkpoint signed at exactly ``tree_size``, if any."""
+        ...
+
+    def checkpoints(self, start: int, limit: int) -> list[CheckpointRecord]:
+        """Checkpoints of tree size ≥ ``start``, smallest first, at most ``limit``."""
+        ...
+
+    def signing_keys(self) -> list[KeyRecord]:
+        """Every signing key ever used, oldest first."""
+        ...
+
+    def record_key_use(self, key: KeyRecord) -> None:
+        """``key`` starts signing at ``key.valid_from``: every other open key ends there."""
+        ...
+
+    def api_key_tenant(self, digest: bytes) -> str | None: ...
+
+    def add_api_key(self, record: ApiKeyRecord) -> None: ...
+
+    def api_keys(self) -> list[ApiKeyRecord]: ...
+
+    def revoke_api_key(self, digest: bytes) -> bool:
+        """Forget a key; whether it existed."""
+        ...
+
+    def log_id(self) -> str:
+        """A random id fixed when the ledger was created (the default checkpoint origin)."""
+        ...
+
+    def load_live(self) -> Committed:
+        """Everything the service keeps in memory, as committed."""
+        ...
+
+    def export_snapshot(self) -> AbstractContextManager[Snapshot]: ...
+
+    def check_writable(self) -> None:
+        """Raise :class:`StorageError` if a write transaction cannot be taken (a read-only
+        ledger), so that a server refuses to start rather than fail its first write."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def open_storage(data_dir: Path) -> Storage:
+    """The ledger's backend at ``data_dir`` (created if needed); the one place a later
+    ``--database postgresql://…`` picks another backend."""
+    from ledger.sqlite import SQLiteStorage
+
+    return SQLiteStorage.open(data_dir)
+
+
+def storage_exists(data_dir: Path) -> bool:
+    """Whether ``data_dir`` already holds a ledger."""
+    from ledger.sqlite import exists
+
+    return exists(data_dir)
+
+
+def default_origin(log_id: str) -> str:
+    """The checkpoint origin (and note key name) when the operator names none: unique per log."""
+    return f"tenure.local/log/{log_id}"

@@ -1,0 +1,299 @@
+"""The storage contract (ledger/storage.py, docs/decisions/0005), run against every backend.
+
+Each backend is opened on a real store (SQLite: a real file in tmp_path); a second backend adds
+one entry to ``BACKENDS`` and must pass every test here unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.changes import (
+    AppendEntry,
+    ArmDeadMan,
+    Change,
+    DisarmDeadMan,
+    DropLease,
+    ForgetRequests,
+    PutCheckpoint,
+    PutLease,
+    PutNodes,
+    PutResource,
+    RememberRequest,
+    SetLeaseExpiry,
+)
+from ledger.committer import GroupCommitter
+from ledger.leases import Completion, Lease, Resource
+from ledger.sqlite import SQLiteStorage
+from ledger.storage import ApiKeyRecord, KeyRecord, Storage, StorageError, Transaction
+
+Opener = Callable[[Path], Storage]
+BACKENDS: dict[str, Opener] = {"sqlite": SQLiteStorage.open}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def reopen(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Storage]]:
+    """Opens the backend on the same location again each call; closes them all afterwards."""
+    opened: list[Storage] = []
+
+    def open_again() -> Storage:
+        opened.append(BACKENDS[request.param](tmp_path / "data"))
+        return opened[-1]
+
+    yield open_again
+    for storage in opened:
+        storage.close()
+
+
+@pytest.fixture
+def storage(reopen: Callable[[], Storage]) -> Storage:
+    return reopen()
+
+
+LEASE = PutLease("t", "r", 3, "w", b"d" * 32, 5_000, "job", 0)
+RESOURCE = PutResource("t", "r", 2, 3, 9_000, b"f" * 32, '{"ok": 1}', 4_000, b"g" * 32)
+REQUEST = RememberRequest("t", "req-1", b"q" * 32, '{"outcome": "GRANTED"}', 1_000)
+CHECKPOINT = PutCheckpoint(1, b"h" * 32, 2_000, "origin\n1\nroot\n\nsig\n", "did:key:z1")
+
+
+def commit(storage: Storage, *changes: Change) -> None:
+    with storage.transaction() as tx:
+        for change in changes:
+            tx.apply(change)
+
+
+def seed(storage: Storage) -> None:
+    commit(storage, AppendEntry(0, b'{"e":0}'), PutNodes(((0, 0, b"n" * 32),)), RESOURCE, LEASE)
+
+
+def test_every_change_reads_back_inside_and_outside_the_transaction(storage: Storage) -> None:
+    with storage.transaction() as tx:
+        for change in (AppendEntry(0, b'{"e":0}'), PutNodes(((0, 0, b"n" * 32),)), RESOURCE):
+            tx.apply(change)
+        tx.apply(LEASE)
+        tx.apply(REQUEST)
+        tx.apply(ArmDeadMan("t", "job", 30_000, 1_000))
+        tx.apply(CHECKPOINT)
+        assert (tx.tree_size(), tx.node(0, 0)) == (1, b"n" * 32)
+        assert tx.resource("t", "r") == expected_resource()
+        assert tx.request("t", "req-1") is not None
+        assert storage.tree_size() == 0  # nothing is visible outside before the commit
+    assert (storage.tree_size(), storage.node(0, 0), storage.entry(0)) == (1, b"n" * 32, b'{"e":0}')
+    assert storage.entries(0, 5) == [(0, b'{"e":0}')]
+    assert storage.latest_checkpoint() == CHECKPOINT
+    live = storage.load_live()
+    assert live.resources == {("t", "r"): expected_resource()}
+    assert live.idempotency == {("t", "req-1"): (b"q" * 32, {"outcome": "GRANTED"}, 1_000)}
+    assert live.scopes == {("t", "job"): (30_000, 1_000)}
+    assert live.tree.size == 1
+
+
+def expected_resource(expires_at: int = 5_000) -> Resource:
+    completion = Completion({"ok": 1}, 4_000, b"g" * 32)
+    res = Resource("t", "r", 2, 3, 9_000, b"f" * 32, completion)
+    res.leases.append(Lease("w", 3, b"d" * 32, expires_at, "job", 0))
+    return res
+
+
+def test_lease_changes_renew_and_drop(storage: Storage) -> None:
+    seed(storage)
+    commit(storage, SetLeaseExpiry("t", "r", 3, 8_000))
+    with storage.transaction() as tx:
+        assert tx.resource("t", "r") == expected_resource(expires_at=8_000)
+        tx.apply(DropLease("t", "r", 3))
+        found = tx.resource("t", "r")
+        assert found is not None and found.leases == []
+        assert tx.resource("t", "other") is None
+    assert storage.load_live().resources[("t", "r")].leases == []
+
+
+def test_requests_are_forgotten_and_dead_man_switches_disarmed(storage: Storage) -> None:
+    later = RememberRequest("t", "req-2", b"r" * 32, '{"outcome": "RELEASED"}', 3_000)
+    commit(storage, REQUEST, later, ArmDeadMan("t", "job", 10, 1))
+    commit(storage, ForgetRequests(2_000), DisarmDeadMan("t", "job"))
+    with storage.transaction() as tx:
+        assert tx.request("t", "req-1") is None
+        record = tx.request("t", "req-2")
+        assert record is not None and record.answer == {"outcome": "RELEASED"}
+        assert (record.digest, record.created_at) == (b"r" * 32, 3_000)
+    live = storage.load_live()
+    assert set(live.idempotency) == {("t", "req-2")} and live.scopes == {}
+
+
+def test_a_failed_transaction_leaves_nothing(storage: Storage) -> None:
+    with pytest.raises(RuntimeError), storage.transaction() as tx:
+        tx.apply(AppendEntry(0, b"{}"))
+        tx.apply(RESOURCE)
+        raise RuntimeError("the decision failed half-way")
+    assert storage.tree_size() == 0 and storage.entry(0) is None
+    assert storage.load_live().resources == {}
+    seed(storage)  # the backend is usable afterwards
+    assert storage.tree_size() == 1
+
+
+@pytest.mark.parametrize(
+    "rewrite", [AppendEntry(0, b'{"forged":1}'), PutNodes(((0, 0, b"x" * 32),))]
+)
+def test_entries_and_nodes_are_append_only(storage: Storage, rewrite: Change) -> None:
+    seed(storage)
+    with pytest.raises(Exception), storage.transaction() as tx:  # noqa: B017
+        tx.apply(rewrite)
+    assert (storage.entry(0), storage.node(0, 0)) == (b'{"e":0}', b"n" * 32)
+
+
+def test_missing_node_is_a_key_error(storage: Storage) -> None:
+    with pytest.raises(KeyError):
+        storage.node(0, 0)
+    with pytest.raises(KeyError), storage.transaction() as tx:
+        tx.node(3, 1)
+
+
+def test_checkpoints_latest_by_size_and_paged(storage: Storage) -> None:
+    assert storage.latest_checkpoint() is None and storage.checkpoint(1) is None
+    sizes = [1, 2, 4, 8]
+    commit(storage, *(PutCheckpoint(n, bytes([n]) * 32, n, f"note {n}", "did:k") for n in sizes))
+    commit(storage, PutCheckpoint(4, b"z" * 32, 99, "again", "did:other"))  # first one stays
+    assert storage.checkpoint(4) == PutCheckpoint(4, bytes([4]) * 32, 4, "note 4", "did:k")
+    assert storage.checkpoint(3) is None
+    latest = storage.latest_checkpoint()
+    assert latest is not None and latest.tree_size == 8
+    assert [c.tree_size for c in storage.checkpoints(2, 2)] == [2, 4]
+    assert [c.tree_size for c in storage.checkpoints(5, 10)] == [8]
+
+
+def test_signing_keys_record_their_validity(storage: Storage) -> None:
+    old = KeyRecord("did:key:old", b"o" * 32, "zOld", 1_000, None)
+    new = KeyRecord("did:key:new", b"n" * 32, "zNew", 5_000, None)
+    storage.record_key_use(old)
+    storage.record_key_use(old)  # a restart with the same key changes nothing
+    storage.record_key_use(new)
+    assert storage.signing_keys() == [
+        KeyRecord("did:key:old", b"o" * 32, "zOld", 1_000, 5_000),
+        new,
+    ]
+
+
+def test_api_keys_by_digest(storage: Storage) -> None:
+    record = ApiKeyRecord(b"k" * 32, "acme", "acme", 7)
+    storage.add_api_key(record)
+    assert storage.api_key_tenant(b"k" * 32) == "acme"
+    assert storage.api_key_tenant(b"x" * 32) is None
+    assert storage.api_keys() == [record]
+    assert storage.revoke_api_key(b"k" * 32) is True
+    assert storage.revoke_api_key(b"k" * 32) is False
+    assert storage.api_key_tenant(b"k" * 32) is None
+
+
+def test_log_id_is_fixed_at_creation(reopen: Callable[[], Storage]) -> None:
+    first = reopen()
+    seed(first)
+    log_id = first.log_id()
+    first.close()
+    again = reopen()
+    assert again.log_id() == log_id and len(log_id) >= 16
+    assert again.tree_size() == 1  # and the data survived the reopen
+
+
+def test_export_snapshot_does_not_move(storage: Storage) -> None:
+    seed(storage)
+    commit(storage, CHECKPOINT)
+    storage.record_key_use(KeyRecord("did:key:a", b"a" * 32, "zA", 1, None))
+    with storage.export_snapshot() as snap:
+        assert snap.tree_size() == 1
+        commit(storage, AppendEntry(1, b'{"e":1}'), PutNodes(((0, 1, b"m" * 32),)))
+        commit(storage, PutCheckpoint(2, b"r" * 32, 3, "n2", "did:key:a"))
+        assert snap.tree_size() == 1
+        assert list(snap.entries(5)) == [(0, b'{"e":0}')]
+        assert list(snap.checkpoints(10)) == [CHECKPOINT]
+        assert snap.latest_checkpoint() == CHECKPOINT
+        assert [k.did for k in snap.signing_keys()] == ["did:key:a"]
+        assert snap.log_id() == storage.log_id()
+    assert storage.tree_size() == 2
+
+
+class Gated:
+    """The backend under test, whose transactions can be held open or made to fail once."""
+
+    def __init__(self, inner: Storage) -> None:
+        self.inner = inner
+        self.opened = 0
+        self.gate = threading.Event()
+        self.fail_next = False
+
+    def transaction(self) -> AbstractContextManager[Transaction]:
+        return self._transaction()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Transaction]:
+        self.opened += 1
+        self.gate.wait(5)
+        with self.inner.transaction() as tx:
+            if self.fail_next:
+                self.fail_next = False
+                raise OSError("disk full")
+            yield tx
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def run(scenario: Callable[[Gated, GroupCommitter], Any], storage: Storage) -> None:
+    async def main() -> None:
+        gated = Gated(storage)
+        committer = GroupCommitter(gated, asyncio.get_running_loop())  # type: ignore[arg-type]
+        try:
+            await scenario(gated, committer)
+        finally:
+            gated.gate.set()
+            committer.close()
+
+    asyncio.run(main())
+
+
+async def held_first_commit(gated: Gated, committer: GroupCommitter) -> list[Any]:
+    """One batch commits alone while three queue behind it; returns all four futures."""
+    first = committer.submit([AppendEntry(0, b"{}")])
+    while gated.opened == 0:
+        await asyncio.sleep(0.001)  # the writer thread has taken the first batch
+    rest = [
+        committer.submit([AppendEntry(1, b"{}")]),
+        committer.submit(lambda tx: tx.apply(AppendEntry(2, b"{}"))),  # a function of the tx
+        committer.submit([AppendEntry(3, b"{}"), REQUEST]),
+    ]
+    gated.gate.set()
+    return [first, *rest]
+
+
+def test_group_commit_runs_queued_batches_in_one_transaction(storage: Storage) -> None:
+    async def scenario(gated: Gated, committer: GroupCommitter) -> None:
+        futures = await held_first_commit(gated, committer)
+        await asyncio.gather(*futures)
+        assert (gated.opened, committer.commits) == (2, 2)
+        assert storage.tree_size() == 4
+        assert [i for i, _ in storage.entries(0, 9)] == [0, 1, 2, 3]
+
+    run(scenario, storage)
+
+
+def test_a_failed_commit_refuses_everything_queued_behind_it(storage: Storage) -> None:
+    async def scenario(gated: Gated, committer: GroupCommitter) -> None:
+        gated.fail_next = True
+        futures = await held_first_commit(gated, committer)
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        assert all(isinstance(r, StorageError) for r in results)
+        late = committer.submit([AppendEntry(0, b"{}")])  # still refused until reset
+        with pytest.raises(StorageError):
+            await late
+        assert storage.tree_size() == 0 and committer.failure is not None
+        committer.reset()
+        await committer.submit([AppendEntry(0, b"{}")])
+        assert storage.tree_size() == 1
+
+    run(scenario, storage)
