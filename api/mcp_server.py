@@ -46,7 +46,11 @@ INSTRUCTIONS = (
 
 
 def build_server(client_for: ClientFor) -> Server[Any]:
-    """The MCP server with every tenure tool; ``client_for(ctx)`` gives the client a call uses."""
+    """The MCP server with every tenure tool; ``client_for(ctx)`` gives the client a call uses.
+
+    ``ctx.request`` is the HTTP request under streamable HTTP (None over stdio), so a factory
+    for ``/mcp`` can build the client from its Bearer key and ``Tenure-Namespace``. The factory
+    owns the clients it returns (reuse one per credential); calls never close them."""
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

@@ -1,15 +1,21 @@
 """`tenure mcp` driven by the official `mcp` SDK's own client over stdio, against a real server
-(issue 12 §4): the tool list, every tool once, a refusal, bad arguments."""
+(issue 12 §4): the tool list, every tool once, a refusal, bad arguments; and the same server
+built by `build_server` served as streamable HTTP, as `tenure serve` will mount it at /mcp."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, Server, rid
+from api.client import AsyncClient
+from tests.conftest import ROOT, Server, free_port, rid
 
 mcp = pytest.importorskip("mcp")
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
@@ -94,3 +100,45 @@ async def _refusal_and_bad_arguments(client: Any) -> None:
         assert bad.is_error and named in bad.content[0].text, bad.content
     server_refused = await client.call_tool("lease_get", {"resource": "deploy:prod"})
     assert server_refused.is_error and "low_entropy" in server_refused.content[0].text
+
+
+def test_the_same_server_over_streamable_http(server: Server) -> None:
+    from api.mcp_server import build_server
+
+    seen: list[Any] = []
+
+    async def run() -> None:
+        async with AsyncClient(server.url) as shared:
+
+            def client_for(ctx: Any) -> AsyncClient:
+                seen.append(ctx.request)  # the HTTP request: where /mcp will read credentials
+                return shared
+
+            with _uvicorn(build_server(client_for).streamable_http_app()) as port:
+                async with mcp.Client(f"http://127.0.0.1:{port}/mcp") as client:
+                    assert len((await client.list_tools()).tools) == len(TOOLS)
+                    grant = await call(client, "lease_acquire", resource=rid("http"), holder="h")
+                    assert grant["outcome"] == "GRANTED"
+
+    asyncio.run(run())
+    assert seen and hasattr(seen[0], "headers")
+
+
+@contextmanager
+def _uvicorn(app: Any) -> Iterator[int]:
+    """Serve an ASGI app on a free port in a thread for the block."""
+    import uvicorn
+
+    port = free_port()
+    runner = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not runner.started:
+        assert time.monotonic() < deadline and thread.is_alive()
+        time.sleep(0.02)
+    try:
+        yield port
+    finally:
+        runner.should_exit = True
+        thread.join(10)
