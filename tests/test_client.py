@@ -46,7 +46,7 @@ def test_lease_kept_alive_through_work_longer_than_its_ttl(server: Server) -> No
         assert all(refusal.held_by == ["w1"] for refusal in refusals)
         outcomes = [receipt["data"]["outcome"] for receipt in lease.receipts]
         assert outcomes[0] == "GRANTED" and outcomes[-1] == "RELEASED"
-        assert outcomes.count("RENEWED") >= 9  # every 2/3 s
+        assert outcomes.count("RENEWED") >= 8  # every 2/3 s: ~10
         assert {r["data"].get("fencingToken") for r in lease.receipts} == {token}
         assert client.get(resource).outcome == "FREE"
     alongside.join()
