@@ -10,12 +10,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from api.lease_run import add_lease_parser, lease_main, split_command
+from api.mcp_cli import add_mcp_parser, mcp_main
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tenure",
         description="A lease service with fencing tokens and a Merkle-sealed ledger.",
-        epilog="Exit codes: 0 success, 1 failure, 2 bad usage.",
+        epilog="Exit codes: 0 success, 1 failure, 2 bad usage"
+        " (`tenure lease run` has its own: see its --help).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the HTTP server")
@@ -67,10 +71,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the log's did:key (GET /api/v1/keys); without one the audit cannot pass",
     )
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_lease_parser(commands)
+    add_mcp_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv, command = split_command(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
@@ -82,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         return _export(args)
     if args.command == "audit":
         return _audit(args)
+    if args.command == "lease":
+        return lease_main(args, command)
+    if args.command == "mcp":
+        return mcp_main(args)
     return 2
 
 

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$py" -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -e '.[server,postgres,test]'
+.venv/bin/pip install -q --disable-pip-version-check -e '.[server,postgres,test,client,mcp]'
 # A real PostgreSQL server for the storage tests (tests/postgres.py starts a throw-away one).
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then

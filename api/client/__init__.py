@@ -1,0 +1,40 @@
+"""The tenure client: ``from api.client import Client, AsyncClient``.
+
+Needs the base install plus httpx only (``pip install 'tenure[client]'``): no FastAPI, no
+pydantic, no SQLite. The full guide is docs/client.md.
+"""
+
+from api.client.aio import AsyncClient, AsyncLease
+from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
+from api.client.core import RetryPolicy
+from api.client.errors import (
+    Conflict,
+    InvalidRequest,
+    LeaseHeld,
+    LeaseLost,
+    RateLimited,
+    ReceiptInvalid,
+    TenureError,
+    Unavailable,
+)
+from api.client.sync import Client, Lease
+
+__all__ = [
+    "Answer",
+    "AsyncClient",
+    "AsyncLease",
+    "Client",
+    "Conflict",
+    "InvalidRequest",
+    "Lease",
+    "LeaseAnswer",
+    "LeaseHeld",
+    "LeaseLost",
+    "NamespaceAnswer",
+    "RateLimited",
+    "ReceiptInvalid",
+    "RetryPolicy",
+    "ScopeAnswer",
+    "TenureError",
+    "Unavailable",
+]

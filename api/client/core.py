@@ -1,0 +1,257 @@
+"""The sans-IO core that ``Client`` and ``AsyncClient`` share: it builds each HTTP call of
+docs/api.md, interprets each answer (verifying its receipt, raising the refusals), and drives
+the retries — while the shells only move bytes and sleep.
+
+A call runs as a generator (a *flow*) that yields a :class:`Request` to send or a
+:class:`Sleep` to wait, is sent back the :class:`Reply` (or has :class:`NetworkError` thrown
+in when none came), and returns the typed answer. Retries are safe: a mutating lease call
+carries a fresh unguessable ``requestId`` that every retry repeats, so the server answers a
+retry with what it did the first time instead of doing it twice.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
+from api.client.errors import (
+    Conflict,
+    InvalidRequest,
+    LeaseHeld,
+    LeaseLost,
+    RateLimited,
+    TenureError,
+    Unavailable,
+)
+from api.client.trust import Trust, check_answer, check_checkpoint, trusted_dids
+from verify.jcs import canonicalize
+from verify.receipt import SECRET_REQUEST_FIELDS
+
+A = TypeVar("A", bound=Answer)
+IDEMPOTENT_OPS = frozenset({"acquire", "wait", "renew", "release", "complete"})
+LOST_OUTCOMES = frozenset({"LOST", "NOT_ACTIVE"})
+FIELD_NAMES = {
+    "ttl": "ttlSeconds",
+    "wait": "waitSeconds",
+    "owner_token": "ownerToken",
+    "fencing_token": "fencingToken",
+    "request_id": "requestId",
+    "tenant_id": "tenantId",
+    "dead_seconds": "deadSeconds",
+}
+
+
+class NetworkError(TenureError):
+    """No answer came back (connection refused or reset, timeout); thrown into a flow."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    method: str
+    path: str
+    body: bytes | None
+    timeout: float
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    status: int
+    headers: Mapping[str, str]  # lower-case names
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[A]):
+    """One API call: what to send, what answer type to build, how to check it."""
+
+    request: Request
+    kind: type[A]
+    signed: bool = True  # a {"data", "_provenance"} envelope (else raw JSON, e.g. /log)
+    canonical: bytes | None = None  # the request as the manifest hashes it, when we know it
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Bounded retries with exponential backoff and full jitter (delay in [0, base·2^n))."""
+
+    attempts: int = 5
+    base: float = 0.1
+    cap: float = 3.0
+
+    def delay(self, retry: int, unit: float) -> float:
+        return unit * min(self.cap, self.base * 2.0**retry)
+
+
+Flow = Generator[Request | Sleep, Reply | None, A]
+
+
+def new_request_id() -> str:
+    """192 random bits: a retry repeats it; nobody else can guess it."""
+    return "req_" + secrets.token_urlsafe(24)
+
+
+def headers(api_key: str | None, namespace: str | None) -> dict[str, str]:
+    """The headers every call of one client carries (docs/api.md, "Who is calling")."""
+    sent = {"content-type": "application/json", "accept": "application/json"}
+    if api_key:
+        sent["authorization"] = f"Bearer {api_key}"
+    if namespace:
+        sent["tenure-namespace"] = namespace
+    return sent
+
+
+def canonical_request(method: str, path: str, body: Any) -> bytes:
+    """What the receipt's ``tenure.request`` assertion hashes (docs/decisions/0002)."""
+    if isinstance(body, dict):
+        body = {k: v for k, v in body.items() if k not in SECRET_REQUEST_FIELDS}
+    return canonicalize({"method": method, "path": path, "body": body})
+
+
+class Core:
+    """Builds calls and interprets answers for one client; holds the pinned trust."""
+
+    def __init__(self, trust: Trust | None, timeout: float, retry: RetryPolicy) -> None:
+        self.trusted = trusted_dids(trust)
+        self.timeout = timeout
+        self.retry = retry
+
+    def lease(self, op: str, **fields: Any) -> Call[LeaseAnswer]:
+        """A lease operation; ``fields`` use Python names (``ttl``, ``owner_token``, …)."""
+        body = {FIELD_NAMES.get(k, k): v for k, v in fields.items() if v is not None}
+        if op in IDEMPOTENT_OPS and "requestId" not in body:
+            body["requestId"] = new_request_id()
+        waiting = float(body.get("waitSeconds") or (30 if op == "wait" else 0))
+        return self._post(f"/api/v1/lease/{op}", body, LeaseAnswer, waiting)
+
+    def scope(self, scope: str, action: str | None = None, **fields: Any) -> Call[ScopeAnswer]:
+        path = f"/api/v1/scopes/{quote(scope, safe='')}" + (f"/{action}" if action else "")
+        if action is None:
+            canonical = canonical_request("GET", path, None) if _plain(scope) else None
+            return Call(Request("GET", path, None, self.timeout), ScopeAnswer, True, canonical)
+        body = {FIELD_NAMES.get(k, k): v for k, v in fields.items() if v is not None}
+        call = self._post(path, body, ScopeAnswer)
+        return call if _plain(scope) else replace(call, canonical=None)
+
+    def namespace(self) -> Call[NamespaceAnswer]:
+        return self._post("/api/v1/namespaces", {}, NamespaceAnswer)
+
+    def verify_provenance(self, document: Any) -> Call[Answer]:
+        return self._post("/api/v1/verify-provenance", document, Answer)
+
+    def raw(self, path: str) -> Call[Answer]:
+        return Call(Request("GET", path, None, self.timeout), Answer, signed=False)
+
+    def _post(self, path: str, body: Any, kind: type[A], waiting: float = 0.0) -> Call[A]:
+        encoded = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+        # The server redacts secret-looking keys of a `result` before hashing; not redone here.
+        known = not (isinstance(body, dict) and "result" in body)
+        canonical = canonical_request("POST", path, body) if known else None
+        return Call(Request("POST", path, encoded, self.timeout + waiting), kind, True, canonical)
+
+    def flow(
+        self,
+        call: Call[A],
+        clock: Callable[[], float],
+        jitter: Callable[[], float],
+        deadline: float | None = None,
+    ) -> Flow[A]:
+        """Send ``call``, retrying (same request, same requestId) on no answer or an unknown
+        outcome, until an answer is known, the attempts run out, or ``deadline`` (on
+        ``clock``) would pass."""
+        last: TenureError = Unavailable("no attempt was made")
+        for attempt in range(self.retry.attempts):
+            request = call.request
+            if attempt:
+                pause = self.retry.delay(attempt - 1, jitter())
+                if deadline is not None and clock() + pause >= deadline:
+                    break
+                yield Sleep(pause)
+            if deadline is not None:
+                request = replace(
+                    request, timeout=max(0.05, min(request.timeout, deadline - clock()))
+                )
+            try:
+                reply = yield request
+            except NetworkError as error:
+                last = error
+                continue
+            assert reply is not None
+            try:
+                return self.interpret(call, reply)
+            except Unavailable as error:
+                last = error
+        raise Unavailable(f"outcome unknown: {last}", last.answer) from last
+
+    def interpret(self, call: Call[A], reply: Reply) -> A:
+        """The typed answer of ``reply``, or the error it means; its receipt checked first."""
+        document = _json(reply.body)
+        if not call.signed:
+            return self._raw(call, reply, document)
+        if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
+            if reply.status >= 500:
+                raise Unavailable(f"HTTP {reply.status} without an answer")
+            raise InvalidRequest(f"HTTP {reply.status}: not a tenure answer", None, reply.status)
+        if self.trusted is not None:
+            bound = call.canonical if reply.status in (200, 201, 409) else None
+            check_answer(document, self.trusted, bound)
+        answer = call.kind(document["data"], document.get("_provenance"), reply.status)
+        raise_for(answer, reply)
+        return answer
+
+    def _raw(self, call: Call[A], reply: Reply, document: Any) -> A:
+        if reply.status >= 500:
+            raise Unavailable(f"HTTP {reply.status}")
+        if reply.status >= 400 or not isinstance(document, dict):
+            raise InvalidRequest(f"HTTP {reply.status} on {call.request.path}", None, reply.status)
+        if self.trusted is not None and "note" in document:
+            check_checkpoint(document, self.trusted)
+        return call.kind(document, None, reply.status)
+
+
+def raise_for(answer: Answer, reply: Reply) -> None:
+    """Raise the error an answer means (docs/api.md, "Errors" and the refusals)."""
+    status, data = reply.status, answer.data
+    if status >= 500 or data.get("status") == "unknown":
+        raise Unavailable(_message(data, f"HTTP {status}: outcome unknown"), answer)
+    if status == 429:
+        retry_after = float(reply.headers.get("retry-after") or 1)
+        raise RateLimited(_message(data, "rate limited"), answer, retry_after)
+    if status == 409:
+        outcome = str(data.get("outcome"))
+        reason = f"{outcome} on {data.get('resource')!r}"
+        if outcome == "HELD":
+            raise LeaseHeld(f"{reason}: held by {data.get('heldBy')}", answer)
+        if outcome in LOST_OUTCOMES:
+            raise LeaseLost(f"{reason}: the lease is no longer yours", answer)
+        raise Conflict(f"{reason}: {data.get('witnesses')}", answer)
+    if status >= 400:
+        raise InvalidRequest(_message(data, f"HTTP {status}"), answer, status)
+
+
+def _message(data: Mapping[str, Any], default: str) -> str:
+    error = data.get("error")
+    if isinstance(error, Mapping) and "message" in error:
+        return f"{error.get('code')}: {error['message']}"
+    return default
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def _plain(name: str) -> bool:
+    """A scope name that travels in the path unchanged, so the request hash is predictable."""
+    return quote(name, safe="") == name

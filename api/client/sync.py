@@ -1,0 +1,269 @@
+"""The blocking client: thin over the sans-IO core, a thread renews held leases."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
+from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sleep, headers
+from api.client.errors import LeaseLost, TenureError
+from api.client.keeper import Keeper
+from api.client.trust import Trust
+
+logger = logging.getLogger("tenure.client")
+OnLost = Callable[[LeaseLost], object]
+
+
+class Client:
+    """A tenure client. ``trust`` (a did:key, or the keyring of ``GET /api/v1/keys``) makes
+    every answer's receipt verified before it is returned; ``transport`` is for tests."""
+
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        namespace: str | None = None,
+        trust: Trust | None = None,
+        *,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.core = Core(trust, timeout, retry or RetryPolicy())
+        sent = headers(api_key, namespace)
+        self._http = httpx.Client(base_url=url, headers=sent, transport=transport)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def run(self, call: Call[A], deadline: float | None = None) -> A:
+        """Send one call through the core's retry flow; ``deadline`` is on time.monotonic."""
+        flow = self.core.flow(call, time.monotonic, random.random, deadline)
+        try:
+            step = next(flow)
+            while True:
+                if isinstance(step, Sleep):
+                    time.sleep(step.seconds)
+                    step = flow.send(None)
+                    continue
+                try:
+                    response = self._http.request(
+                        step.method, step.path, content=step.body, timeout=step.timeout
+                    )
+                except httpx.TransportError as error:
+                    step = flow.throw(NetworkError(f"{type(error).__name__}: {error}"))
+                    continue
+                step = flow.send(Reply(response.status_code, response.headers, response.content))
+        except StopIteration as stop:
+            answer: A = stop.value
+            return answer
+
+    def acquire(
+        self, resource: str, holder: str, ttl: int = 30, *, wait: int | None = None, **more: Any
+    ) -> LeaseAnswer:
+        """Take a lease (waiting up to ``wait`` s if held). ``more``: capacity, fingerprint,
+        scope, owner_token, fencing_token, request_id, tenant_id. Raises LeaseHeld, Conflict."""
+        return self.run(
+            self.core.lease("acquire", resource=resource, holder=holder, ttl=ttl, wait=wait, **more)
+        )
+
+    def wait(
+        self, resource: str, holder: str, wait: int = 30, ttl: int = 30, **more: Any
+    ) -> LeaseAnswer:
+        """Queue for a lease, first come first served; LeaseHeld when ``wait`` s are up."""
+        return self.run(
+            self.core.lease("wait", resource=resource, holder=holder, ttl=ttl, wait=wait, **more)
+        )
+
+    def renew(
+        self, resource: str, owner_token: str, ttl: int | None = None, **more: Any
+    ) -> LeaseAnswer:
+        """Extend a lease you hold by ``ttl`` s from now. Raises LeaseLost."""
+        return self.run(
+            self.core.lease("renew", resource=resource, owner_token=owner_token, ttl=ttl, **more)
+        )
+
+    def release(self, resource: str, owner_token: str, **more: Any) -> LeaseAnswer:
+        """Give a lease back. Raises LeaseLost (not live any more, or fencing mismatch)."""
+        return self.run(
+            self.core.lease("release", resource=resource, owner_token=owner_token, **more)
+        )
+
+    def complete(self, resource: str, owner_token: str, result: Any, **more: Any) -> LeaseAnswer:
+        """End a lease with a JSON ``result`` later acquirers with its fingerprint receive."""
+        return self.run(
+            self.core.lease(
+                "complete", resource=resource, owner_token=owner_token, result=result, **more
+            )
+        )
+
+    def get(self, resource: str) -> LeaseAnswer:
+        """Who holds ``resource`` (``FREE`` or ``HOLDING``)."""
+        return self.run(self.core.lease("get", resource=resource))
+
+    def scope(self, scope: str) -> ScopeAnswer:
+        """The resume packet: your live leases in ``scope``."""
+        return self.run(self.core.scope(scope))
+
+    def release_scope(self, scope: str) -> ScopeAnswer:
+        """Release every lease you hold in ``scope``."""
+        return self.run(self.core.scope(scope, "release"))
+
+    def heartbeat(self, scope: str, dead_seconds: int) -> ScopeAnswer:
+        """Arm (0 disarms) the scope's dead-man switch and heartbeat it."""
+        return self.run(self.core.scope(scope, "heartbeat", dead_seconds=dead_seconds))
+
+    def create_namespace(self) -> NamespaceAnswer:
+        """Mint a namespace (``ns_…``): a secret naming a fresh tenant of your own."""
+        return self.run(self.core.namespace())
+
+    def verify_provenance(self, document: Any) -> Answer:
+        """Ask the server to verify a saved receipt, credential or bundle."""
+        return self.run(self.core.verify_provenance(document))
+
+    def keys(self) -> dict[str, Any]:
+        """``GET /api/v1/keys``: every signing key, to pin as ``trust``."""
+        return self.run(self.core.raw("/api/v1/keys")).data
+
+    def checkpoint(self) -> dict[str, Any]:
+        """The latest signed checkpoint (its note verified when ``trust`` is set)."""
+        return self.run(self.core.raw("/api/v1/log/checkpoint")).data
+
+    def lease(
+        self,
+        resource: str,
+        holder: str,
+        ttl: int = 30,
+        wait: int | None = None,
+        *,
+        on_lost: OnLost | None = None,
+        **more: Any,
+    ) -> Lease:
+        """``with client.lease(...) as lease:`` holds it for the block, renewing it in the
+        background, and releases it on exit; see :class:`Lease`."""
+        return Lease(self, resource, holder, ttl, wait, on_lost, more)
+
+
+class Lease:
+    """A lease held for a ``with`` block: ``fencing_token`` to pass to the store you write to,
+    ``receipts`` of every answer, ``lost`` once it is gone (then ``on_lost`` is called from
+    the renewal thread, and leaving the block raises LeaseLost)."""
+
+    def __init__(
+        self,
+        client: Client,
+        resource: str,
+        holder: str,
+        ttl: int,
+        wait: int | None,
+        on_lost: OnLost | None,
+        more: dict[str, Any],
+    ) -> None:
+        self.client, self.resource, self.holder, self.ttl = client, resource, holder, ttl
+        self._wait, self._on_lost, self._more = wait, on_lost, more
+        self.receipts: list[dict[str, Any]] = []
+        self.grant: LeaseAnswer | None = None
+        self._keeper: Keeper | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def fencing_token(self) -> int:
+        assert self.grant is not None and self.grant.fencing_token is not None
+        return self.grant.fencing_token
+
+    @property
+    def owner_token(self) -> str:
+        assert self.grant is not None and self.grant.owner_token is not None
+        return self.grant.owner_token
+
+    @property
+    def lost(self) -> bool:
+        return self._keeper is not None and self._keeper.lost is not None
+
+    def __enter__(self) -> Lease:
+        sent = time.monotonic()
+        grant = self.client.acquire(
+            self.resource, self.holder, self.ttl, wait=self._wait, **self._more
+        )
+        self._keeper = Keeper.granted(self.ttl, sent, time.monotonic(), self._wait is not None)
+        self.grant = grant
+        self.receipts.append(grant.receipt)
+        self._thread = threading.Thread(
+            target=self._renew_forever, name=f"renew {self.resource}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def _renew_forever(self) -> None:
+        keeper = self._keeper
+        assert keeper is not None
+        while not self._stop.wait(keeper.delay(time.monotonic())):
+            sent = time.monotonic()
+            call = self.client.core.lease(
+                "renew",
+                resource=self.resource,
+                owner_token=self.owner_token,
+                ttl=self.ttl,
+                fencing_token=self.fencing_token,
+            )
+            try:
+                answer = self.client.run(call, deadline=keeper.valid_until)
+            except TenureError as error:
+                lost = keeper.failed(error, time.monotonic())
+                if lost is not None:
+                    self._report(lost)
+                    return
+                continue
+            keeper.renewed(sent)
+            self.receipts.append(answer.receipt)
+
+    def _report(self, lost: LeaseLost) -> None:
+        logger.warning("lease on %r lost: %s", self.resource, lost)
+        if self._on_lost is not None:
+            try:
+                self._on_lost(lost)
+            except Exception:
+                logger.exception("on_lost callback failed")
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        keeper = self._keeper
+        assert keeper is not None
+        if keeper.lost is not None:
+            raise keeper.lost
+        try:
+            answer = self.client.release(
+                self.resource, self.owner_token, fencing_token=self.fencing_token
+            )
+        except LeaseLost as lost:
+            keeper.lost = lost
+            self._report(lost)
+            raise
+        except TenureError:
+            if kind is None:
+                raise
+            logger.warning("release of %r failed; it expires in %s s", self.resource, self.ttl)
+            return
+        self.receipts.append(answer.receipt)

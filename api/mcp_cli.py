@@ -1,0 +1,41 @@
+"""``tenure mcp``: the MCP server over stdio (needs ``pip install 'tenure[mcp]'``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+
+def add_mcp_parser(commands: Any) -> None:
+    """Register ``tenure mcp`` on the ``tenure`` subcommands."""
+    env = os.environ.get
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve tenure's tools to an agent host over MCP (stdio)",
+        epilog="Exit codes: 0 the host closed stdin, 2 bad usage or the mcp extra is missing.",
+    )
+    mcp.add_argument(
+        "--url",
+        default=env("TENURE_URL", "http://127.0.0.1:8080"),
+        help="server URL (TENURE_URL; default %(default)s)",
+    )
+    mcp.add_argument("--api-key", default=env("TENURE_API_KEY"), help="API key (TENURE_API_KEY)")
+    mcp.add_argument(
+        "--namespace", default=env("TENURE_NAMESPACE"), help="namespace (TENURE_NAMESPACE)"
+    )
+    mcp.add_argument(
+        "--trust", action="append", metavar="DID", help="verify every answer against this did:key"
+    )
+
+
+def mcp_main(args: argparse.Namespace) -> int:
+    """Serve MCP over stdin/stdout until the host closes it."""
+    try:
+        from api.mcp_server import serve_stdio
+    except ImportError as error:
+        print(f"tenure mcp: {error}; install with: pip install 'tenure[mcp]'", file=sys.stderr)
+        return 2
+    serve_stdio(args.url, args.api_key, args.namespace, args.trust)
+    return 0
