@@ -9,6 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from api import monitor
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -53,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("file", type=Path, help="a `tenure export` file")
     audit.add_argument("--trust", action="append", metavar="DID", help="did:key to require")
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
+    monitor.add_parser(commands)
     return parser
 
 
@@ -68,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         return _export(args)
     if args.command == "audit":
         return _audit(args)
+    if args.command == "monitor":
+        return monitor.run(args)
     return 2
 
 
