@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api import logs as access_log
 from api.bundle_routes import bundle_routes
+from api.explorer_routes import explorer_routes
 from api.lease_routes import ClientGone, lease_routes
 from api.log_routes import checkpoint_forever, log_routes
 from api.requests import RetryAfter, Runtime, parse_json, read_body, runtime_of
@@ -90,6 +91,7 @@ def create_app(settings: Settings) -> FastAPI:
     _routes(app, settings)
     log_routes(app)
     bundle_routes(app)
+    explorer_routes(app)
     return app
 
 
