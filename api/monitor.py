@@ -154,7 +154,8 @@ class Loop:
         except OSError as e:
             print(f"tenure monitor: {e}", file=sys.stderr)
             return EXIT_USAGE
-        self.out.checkpoint(new, added, cosigned)
+        if added or fresh or self.args.once:  # a quiet round prints nothing
+            self.out.checkpoint(new, added, cosigned)
         return EXIT_VIOLATION if found else EXIT_CLEAN
 
 
@@ -246,7 +247,13 @@ def _checkpoint(kind: str, fields: dict[str, Any]) -> str:
     return f"checkpoint {fields['treeSize']} verified (+{fields['newEntries']} entries){extra}"
 
 
+def _start(kind: str, fields: dict[str, Any]) -> str:
+    keys = ", ".join(fields["trusted"])
+    return f"watching {fields['url']} from tree size {fields['treeSize']}; trusting {keys} ({fields['trust']})"
+
+
 _TEXT: dict[str, Callable[[str, dict[str, Any]], str]] = {
+    "start": _start,
     "violation": _violation,
     "checkpoint": _checkpoint,
 }

@@ -29,6 +29,11 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+DROPPED = """text => {
+  const dropped = new DataTransfer();
+  dropped.items.add(new File([text], "receipt.json", {type: "application/json"}));
+  return dropped;
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -118,12 +123,17 @@ def test_explorer_in_chromium(page: Any, server: Server, tmp_path: Path) -> None
     expect(page.locator("#proof")).to_have_attribute("data-status", "fail")
     page.unroute("**/log/proof/inclusion*")
 
-    good = tmp_path / "receipt.json"
-    good.write_text(json.dumps(saved))
-    page.set_input_files("#file-input", str(good))  # the file picker beside the drop zone
+    drop = page.evaluate_handle(DROPPED, json.dumps(saved))  # a file dropped on the zone
+    page.dispatch_event("#drop-zone", "drop", {"dataTransfer": drop})
     expect(page.locator("#report")).to_have_attribute("data-status", "pass")
     assert page.locator("#report li.bad").count() == 0
     assert page.locator("#report li.ok").count() >= 3
+
+    bundle = tmp_path / "bundle.json"  # a bundle, through the file picker
+    bundle.write_bytes(httpx.get(f"{server.url}/api/v1/log/bundle/{index}").content)
+    page.set_input_files("#file-input", str(bundle))
+    expect(page.locator("#report li[data-check='inclusion']")).to_have_class("ok")
+    expect(page.locator("#report")).to_have_attribute("data-status", "pass")
 
     tampered = copy.deepcopy(saved)
     tampered["data"]["fencingToken"] += 1

@@ -6,8 +6,14 @@ from __future__ import annotations
 
 import base64
 import json
+import select
 import shutil
+import signal
+import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,7 +28,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from api.cli import main
-from tests.conftest import Server, lease, rid
+from tests.conftest import ROOT, Server, lease, rid
 from verify.cosignature import verify_cosignature
 from verify.monitor import MonitorState
 from verify.multikey import public_key_from_did
@@ -185,3 +191,48 @@ def test_cosignatures_verify(
     did = httpx.get(log_a.url + "/api/v1/keys").json()["keys"][0]["did"]
     verify_note(latest, ORIGIN, public_key_from_did(did).public_bytes_raw())  # still the log's
     assert (folder / "cosigner.vkey").read_text().startswith("witness.test/w1+")
+
+
+def next_event(watcher: subprocess.Popen[str], deadline: float) -> dict[str, Any]:
+    """The monitor's next JSON line, failing (not hanging) if none comes before ``deadline``."""
+    assert watcher.stdout is not None
+    ready, _, _ = select.select([watcher.stdout], [], [], max(0.0, deadline - time.monotonic()))
+    assert ready, "the monitor printed nothing in time"
+    return dict(json.loads(watcher.stdout.readline()))
+
+
+def test_continuous_mode_follows_the_log_and_stops_cleanly(log_a: Server, tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    cmd = [sys.executable, "-m", "api", "monitor", log_a.url, "--state", str(state), "--json"]
+    watcher = subprocess.Popen(
+        [*cmd, "--interval", "0.05"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 20
+    try:
+        assert next_event(watcher, deadline)["event"] == "start"
+        assert next_event(watcher, deadline)["treeSize"] == 0
+        size = grow(log_a, 2)
+        sizes = [0]
+        while sizes[-1] < size:  # quiet rounds print nothing; each grown tree prints one line
+            event = next_event(watcher, deadline)
+            assert event["event"] == "checkpoint" and event["newEntries"] > 0, event
+            sizes.append(event["treeSize"])
+        assert sizes == sorted(set(sizes))
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        assert watcher.wait(timeout=20) == 0
+    assert json.loads(state.read_text())["checkpoint"]["treeSize"] == size
+
+
+def test_unreachable_log_and_bad_state_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    code, events = monitor(capsys, dead)
+    assert code == 3 and events[-1]["event"] == "unavailable"
+    state = tmp_path / "state.json"
+    state.write_text('{"type": "tenure-monitor-state", "version": 1}')
+    assert main(["monitor", dead, "--state", str(state), "--once"]) == 2
+    assert "state file has the wrong shape" in capsys.readouterr().err
