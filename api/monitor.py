@@ -249,7 +249,8 @@ def _checkpoint(kind: str, fields: dict[str, Any]) -> str:
 
 def _start(kind: str, fields: dict[str, Any]) -> str:
     keys = ", ".join(fields["trusted"])
-    return f"watching {fields['url']} from tree size {fields['treeSize']}; trusting {keys} ({fields['trust']})"
+    where = f"watching {fields['url']} from tree size {fields['treeSize']}"
+    return f"{where}; trusting {keys} ({fields['trust']})"
 
 
 _TEXT: dict[str, Callable[[str, dict[str, Any]], str]] = {
