@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from api.files import atomic_write
-from api.witness import Witness
 from verify.errors import MalformedInput
 from verify.monitor import Finding, Monitor, MonitorState, Seen, Violation
 
 if TYPE_CHECKING:
     import httpx
+
+    from api.witness import Witness
 
 EXIT_CLEAN, EXIT_VIOLATION, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
 EPILOG = """\
@@ -78,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
             state, how = load_state(args, log)
             witness = None
             if args.cosign_key is not None:
+                from api.witness import Witness  # ledger.keyring: not on the audit's path
+
                 witness = Witness.open(args.cosign_key, args.cosign_name, _cosign_dir(args))
         except (OSError, ValueError) as e:
             print(f"tenure monitor: {e}", file=sys.stderr)
