@@ -51,8 +51,10 @@ class Seen:
     timestamp: str | None = None
 
     def as_data(self) -> dict[str, Any]:
-        root = base64.b64encode(self.root).decode()
-        return {"origin": self.origin, "treeSize": self.size, "rootHash": root} | {
+        return {
+            "origin": self.origin,
+            "treeSize": self.size,
+            "rootHash": base64.b64encode(self.root).decode(),
             "timestamp": self.timestamp,
             "note": self.note,
         }
