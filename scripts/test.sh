@@ -11,7 +11,7 @@ if [ -f tests/interop/package.json ] && command -v npm >/dev/null 2>&1; then
 fi
 # The explorer's test drives Debian's own Chromium (never a downloaded browser build).
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  (apt-get update -q && apt-get install -y -q chromium) >/dev/null
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
 fi
 .venv/bin/ruff format --check .
 .venv/bin/ruff check .
