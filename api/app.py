@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api import logs as access_log
 from api.bundle_routes import bundle_routes
+from api.explorer_routes import explorer_routes
 from api.lease_routes import ClientGone, lease_routes
 from api.log_routes import log_routes
 from api.requests import RetryAfter, Runtime, limit_client, parse_json, read_body
@@ -97,6 +98,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     _routes(app, settings)
     log_routes(app)
     bundle_routes(app)
+    explorer_routes(app)
     return app
 
 

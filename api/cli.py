@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from api import monitor
 from api.lease_run import add_lease_parser, lease_main, split_command
 from api.mcp_cli import add_mcp_parser, mcp_main
 
@@ -73,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
     add_lease_parser(commands)
     add_mcp_parser(commands)
+    monitor.add_parser(commands)
     return parser
 
 
@@ -93,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         return lease_main(args, command)
     if args.command == "mcp":
         return mcp_main(args)
+    if args.command == "monitor":
+        return monitor.run(args)
     return 2
 
 

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$py" -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -e '.[server,postgres,test,client,mcp]'
+.venv/bin/pip install -q --disable-pip-version-check -e '.[server,postgres,test,client,mcp,monitor]'
 # A real PostgreSQL server for the storage tests (tests/postgres.py starts a throw-away one).
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
@@ -17,6 +17,10 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
 fi
 if [ -f tests/interop/package.json ] && command -v npm >/dev/null 2>&1; then
   (cd tests/interop && npm ci --silent --no-audit --no-fund >/dev/null)
+fi
+# The explorer's test drives Debian's own Chromium (never a downloaded browser build).
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
 fi
 .venv/bin/ruff format --check .
 .venv/bin/ruff check .

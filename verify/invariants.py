@@ -14,13 +14,16 @@ Rules checked per (tenant, resource), each flagged with the entry index it conce
 Warning (not a violation): a fencing token that skips a value, a grant the export does not hold.
 
 Pure and I/O-free: :class:`Rules` takes decoded :class:`Event` values and reports through the
-two callbacks it is given; the audit (``verify.audit``) decides what a report holds.
+two callbacks it is given; the audit (``verify.audit``) decides what a report holds. Its state
+round-trips through JSON (``state_data``/``restore``), so an incremental checker (the monitor)
+resumes exactly where it stopped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
+from typing import Any
 
 __all__ = ["Event", "Flag", "Rules"]
 
@@ -76,6 +79,31 @@ class Rules:
         self.violation = violation
         self.warning = warning
         self.resources: dict[tuple[str, str], _Resource] = {}
+
+    def state_data(self) -> list[list[Any]]:
+        """Every resource's state as JSON-ready lists (the order ``restore`` reads)."""
+        return [
+            [
+                tenant,
+                resource,
+                res.max_token,
+                res.capacity,
+                res.lifecycle_end,
+                res.completed,
+                leases,
+            ]
+            for (tenant, resource), res in self.resources.items()
+            for leases in ([[token, *astuple(lease)] for token, lease in res.leases.items()],)
+        ]
+
+    def restore(self, data: list[list[Any]]) -> None:
+        """Take back a ``state_data`` (ValueError/TypeError if it has another shape)."""
+        resources: dict[tuple[str, str], _Resource] = {}
+        for tenant, resource, max_token, capacity, end, completed, leases in data:
+            res = _Resource(int(max_token), int(capacity), end, bool(completed))
+            res.leases = {int(row[0]): _Lease(*row[1:]) for row in leases}
+            resources[(str(tenant), str(resource))] = res
+        self.resources = resources
 
     def apply(self, ev: Event) -> None:
         res = self.resources.get(ev.key)

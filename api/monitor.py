@@ -1,0 +1,277 @@
+"""`tenure monitor URL`: the I/O around ``verify.monitor`` — HTTP, the state file, the clock.
+
+Each round fetches the latest checkpoint, the consistency proof from the one seen before and the
+new entries (1000 a page), lets :class:`verify.monitor.Monitor` check them, then replaces the
+state file atomically (write, fsync, rename, fsync the folder), so a monitor killed at any point
+resumes from the last checkpoint it sealed. With a cosigning key it then adds a C2SP
+cosignature/v1 to that checkpoint and publishes it in a folder (``api/witness.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from api.files import atomic_write
+from verify.errors import MalformedInput
+from verify.monitor import Finding, Monitor, MonitorState, Seen, Violation
+
+if TYPE_CHECKING:
+    import httpx
+
+    from api.witness import Witness
+
+EXIT_CLEAN, EXIT_VIOLATION, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
+EPILOG = """\
+Trust: --trust/--keys name the log's keys; without them the keys pinned in the state file are
+used, and on the very first run the keys the log publishes (GET /api/v1/keys) are pinned
+(trust on first use: the run says so).
+
+exit codes:
+  0  every checkpoint verified (with --once), or stopped by SIGINT/SIGTERM
+  1  a violation was found and reported: a bad signature, a rollback, a split view or rewritten
+     history (both signed checkpoints as evidence), entries that do not hash to the signed root,
+     or a lease-invariant violation (as `tenure audit` reports them)
+  2  bad usage, or an unreadable state, keyring or cosigning key file
+  3  the log could not be reached or answered out of protocol (with --once; otherwise retried)
+"""
+
+
+class Unavailable(Exception):
+    """The log did not answer, or not in its protocol's shape (retried unless --once)."""
+
+
+def add_parser(commands: Any) -> None:
+    """Register `tenure monitor` on the CLI's subcommands."""
+    parser = commands.add_parser(
+        "monitor",
+        help="follow a log: verify each checkpoint, its consistency and entries; cosign",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("url", help="the log's base URL, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--state", type=Path, help="state file to resume from (JSON)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per event")
+    parser.add_argument("--once", action="store_true", help="check up to the latest, then exit")
+    parser.add_argument("--interval", type=float, default=10.0, help="seconds between rounds")
+    trust = parser.add_mutually_exclusive_group()
+    trust.add_argument("--trust", action="append", metavar="DID", help="a trusted did:key")
+    trust.add_argument("--keys", type=Path, metavar="FILE", help="trust a GET /api/v1/keys")
+    parser.add_argument("--cosign-key", type=Path, metavar="FILE", help="Ed25519 PEM (created)")
+    parser.add_argument("--cosign-name", default="tenure-monitor", help="cosigner key name")
+    parser.add_argument("--cosign-dir", type=Path, help="where cosigned checkpoints go")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the monitor; the exit code is the documented one."""
+    import httpx  # only this command needs an HTTP client (the `monitor` extra)
+
+    out = Reporter(sys.stdout, args.json)
+    with httpx.Client(base_url=args.url.rstrip("/"), timeout=30) as client:
+        log = Log(client)
+        try:
+            state, how = load_state(args, log)
+            witness = None
+            if args.cosign_key is not None:
+                from api.witness import Witness  # ledger.keyring: not on the audit's path
+
+                witness = Witness.open(args.cosign_key, args.cosign_name, _cosign_dir(args))
+        except (OSError, ValueError) as e:
+            print(f"tenure monitor: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        except Unavailable as e:
+            out.event("unavailable", message=str(e))
+            return EXIT_UNAVAILABLE
+        out.event("start", url=args.url, treeSize=_size(state), trust=how, trusted=state.trusted)
+        return Loop(log, state, args, out, witness).run()
+
+
+class Log:
+    """GET a log endpoint as JSON; any failure is :class:`Unavailable`."""
+
+    def __init__(self, client: httpx.Client) -> None:
+        self.client = client
+
+    def get(self, path: str, **params: int) -> Any:
+        import httpx
+
+        try:
+            answer = self.client.get(path, params=params)
+        except httpx.HTTPError as e:
+            raise Unavailable(f"GET {path}: {e}") from e
+        if answer.status_code != 200:
+            raise Unavailable(f"GET {path}: HTTP {answer.status_code}")
+        try:
+            return answer.json()
+        except ValueError as e:
+            raise Unavailable(f"GET {path}: not JSON") from e
+
+
+class Loop:
+    def __init__(
+        self,
+        log: Log,
+        state: MonitorState,
+        args: argparse.Namespace,
+        out: Reporter,
+        witness: Witness | None,
+    ) -> None:
+        self.log, self.state, self.args, self.out, self.witness = log, state, args, out, witness
+
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, _stop)
+        try:
+            while True:
+                code = self.round()
+                if code in (EXIT_VIOLATION, EXIT_USAGE) or self.args.once:
+                    return code
+                time.sleep(self.args.interval)
+        except KeyboardInterrupt:
+            return EXIT_CLEAN
+
+    def round(self) -> int:
+        monitor = Monitor(self.state)  # from the last sealed state, whatever the last round did
+        fresh = self.state.seen is None
+        try:
+            new, found, added = advance(monitor, self.log)
+        except Violation as v:
+            self.out.event("violation", **v.finding.as_data())
+            return EXIT_VIOLATION
+        except (Unavailable, MalformedInput) as e:
+            self.out.event("unavailable", message=str(e))
+            return EXIT_UNAVAILABLE
+        for finding in found:
+            self.out.event("violation", **finding.as_data())
+        cosigned = self.witness is not None and (added > 0 or fresh)
+        try:
+            if self.args.state is not None:
+                save_state(self.args.state, self.state)
+            if cosigned and self.witness is not None:
+                self.witness.cosign(new, int(time.time()))
+        except OSError as e:
+            print(f"tenure monitor: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        if added or fresh or self.args.once:  # a quiet round prints nothing
+            self.out.checkpoint(new, added, cosigned)
+        return EXIT_VIOLATION if found else EXIT_CLEAN
+
+
+def advance(monitor: Monitor, log: Log) -> tuple[Seen, list[Finding], int]:
+    """One round: the latest checkpoint, its consistency, its new entries, sealed."""
+    new = monitor.checkpoint(log.get("/api/v1/log/checkpoint"))
+    seen = monitor.state.seen
+    if seen is not None and monitor.needs_consistency(new):
+        proof = log.get("/api/v1/log/proof/consistency", first=seen.size, second=new.size)
+        monitor.consistency(new, proof)
+    start = monitor.size
+    while monitor.size < new.size:
+        monitor.entries(new, log.get("/api/v1/log/entries", start=monitor.size, end=new.size))
+    return new, monitor.seal(new), new.size - start
+
+
+def load_state(args: argparse.Namespace, log: Log) -> tuple[MonitorState, str]:
+    """The saved state (or a new one) with the trusted keys the arguments or state name."""
+    state = None
+    if args.state is not None and args.state.exists():
+        try:
+            state = MonitorState.from_data(json.loads(args.state.read_text(encoding="utf-8")))
+        except (ValueError, MalformedInput) as e:
+            raise ValueError(f"{args.state}: {e}") from e
+    if args.trust:
+        trusted, how = list(args.trust), "--trust"
+    elif args.keys is not None:
+        trusted, how = keyring_dids(json.loads(args.keys.read_text(encoding="utf-8"))), "--keys"
+    elif state is not None:
+        trusted, how = state.trusted, "state file"
+    else:
+        trusted, how = keyring_dids(log.get("/api/v1/keys")), "first use (the log's own keys)"
+    state = state or MonitorState(trusted)
+    state.trusted = trusted
+    try:
+        Monitor(state)  # the keys are well-formed did:keys
+    except MalformedInput as e:
+        raise ValueError(f"trusted keys: {e}") from e
+    return state, how
+
+
+def keyring_dids(keyring: Any) -> list[str]:
+    """The dids of ``{"keys": [{"did": …}, …]}`` (GET /api/v1/keys)."""
+    keys = keyring.get("keys") if isinstance(keyring, dict) else None
+    dids = [k.get("did") for k in keys if isinstance(k, dict)] if isinstance(keys, list) else []
+    if not dids or not all(isinstance(did, str) for did in dids):
+        raise ValueError('a keyring is {"keys": [{"did": …}, …]}, as GET /api/v1/keys answers')
+    return [str(did) for did in dids]
+
+
+def save_state(path: Path, state: MonitorState) -> None:
+    """Replace ``path`` atomically and durably: a crash leaves the old state or the new one."""
+    atomic_write(path, json.dumps(state.as_data(), indent=1).encode() + b"\n")
+
+
+class Reporter:
+    """Events as JSON lines (--json) or as lines for a person."""
+
+    def __init__(self, out: TextIO, as_json: bool) -> None:
+        self.out, self.as_json = out, as_json
+
+    def event(self, kind: str, **fields: Any) -> None:
+        if self.as_json:
+            print(json.dumps({"event": kind, **fields}, ensure_ascii=False), file=self.out)
+        else:
+            print(_TEXT.get(kind, _plain)(kind, fields), file=self.out)
+        self.out.flush()
+
+    def checkpoint(self, new: Seen, added: int, cosigned: bool) -> None:
+        root = new.as_data()["rootHash"]
+        fields = {"origin": new.origin, "treeSize": new.size, "rootHash": root}
+        self.event("checkpoint", **fields, newEntries=added, cosigned=cosigned)
+
+
+def _plain(kind: str, fields: dict[str, Any]) -> str:
+    return f"{kind}: " + ", ".join(f"{k}={v}" for k, v in fields.items())
+
+
+def _violation(kind: str, fields: dict[str, Any]) -> str:
+    where = "" if fields.get("index") is None else f"entry {fields['index']}: "
+    line = f"VIOLATION {where}{fields['check']}: {fields['message']}"
+    if fields.get("evidence") is not None:
+        line += "\nevidence: " + json.dumps(fields["evidence"], indent=2, ensure_ascii=False)
+    return line
+
+
+def _checkpoint(kind: str, fields: dict[str, Any]) -> str:
+    extra = ", cosigned" if fields["cosigned"] else ""
+    return f"checkpoint {fields['treeSize']} verified (+{fields['newEntries']} entries){extra}"
+
+
+def _start(kind: str, fields: dict[str, Any]) -> str:
+    keys = ", ".join(fields["trusted"])
+    where = f"watching {fields['url']} from tree size {fields['treeSize']}"
+    return f"{where}; trusting {keys} ({fields['trust']})"
+
+
+_TEXT: dict[str, Callable[[str, dict[str, Any]], str]] = {
+    "start": _start,
+    "violation": _violation,
+    "checkpoint": _checkpoint,
+}
+
+
+def _size(state: MonitorState) -> int:
+    return 0 if state.seen is None else state.seen.size
+
+
+def _cosign_dir(args: argparse.Namespace) -> Path:
+    if args.cosign_dir is not None:
+        return Path(args.cosign_dir)
+    return Path(f"{args.state}.cosigned") if args.state is not None else Path("cosigned")
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # state files are replaced atomically: stopping anywhere is safe
