@@ -24,7 +24,7 @@ def bundle_routes(app: FastAPI) -> None:
     ) -> Response:
         """An offline receipt bundle for entry `index`; `treeSize` picks an earlier checkpoint."""
         suite = suite_of(request)
-        latest = await core_of(request).publish_checkpoint()
+        latest = await core_of(request).checkpoint_covering()
         issuer: Issuer = request.app.state.issuer
         canonical = canonical_request(request.method, request.url.path, None)
         try:

@@ -38,6 +38,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--origin", help="checkpoint origin line (default: unique per log)")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--read-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a request may take to arrive whole; then 408 (default 10)",
+    )
+    serve.add_argument(
+        "--max-header-bytes",
+        type=int,
+        default=16 * 1024,
+        help="largest request line plus headers; larger gets 431 (default 16384)",
+    )
     keys = commands.add_parser("keys", help="show or rotate the signing key")
     key_actions = keys.add_subparsers(dest="action", required=True)
     for action, text in (("show", "print the active key"), ("rotate", "add a new signing key")):
@@ -101,13 +113,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import os
+
     import uvicorn
 
     from api.app import create_app
+    from api.http_guard import MAX_HEADER_BYTES_ENV, READ_TIMEOUT_ENV, GuardedHttpToolsProtocol
     from api.settings import Settings
 
     if not 1 <= args.ttl_max <= 86400:
         print("tenure: --ttl-max must be 1..86400", file=sys.stderr)
+        return 2
+    if not (args.read_timeout > 0 and args.max_header_bytes >= 1024):
+        print("tenure: --read-timeout must be > 0, --max-header-bytes >= 1024", file=sys.stderr)
         return 2
     problem = _storage_problem(args.data, args.keys)
     if problem is not None:
@@ -124,12 +142,14 @@ def _serve(args: argparse.Namespace) -> int:
         origin=args.origin,
         checkpoint_interval=args.checkpoint_interval,
     )
+    os.environ[READ_TIMEOUT_ENV] = str(args.read_timeout)
+    os.environ[MAX_HEADER_BYTES_ENV] = str(args.max_header_bytes)
     uvicorn.run(
         create_app(settings),
         host=args.host,
         port=args.port,
         loop="uvloop",
-        http="httptools",
+        http=GuardedHttpToolsProtocol,
         log_level=args.log_level,
         timeout_graceful_shutdown=5,
     )

@@ -37,8 +37,9 @@ def out_of_range(error: OutOfRange) -> InputError:
 def log_routes(app: FastAPI) -> None:
     @app.get("/api/v1/log/checkpoint", dependencies=LIMITED)
     async def checkpoint(request: Request) -> Response:
-        """The latest signed checkpoint (C2SP tlog-checkpoint in a signed note)."""
-        signed = await core_of(request).publish_checkpoint()
+        """The latest signed checkpoint (C2SP tlog-checkpoint in a signed note), sealed at most
+        once a second for readers."""
+        signed = await core_of(request).checkpoint_covering()
         return raw(signed.as_data())
 
     @app.get("/api/v1/log/entries", dependencies=LIMITED)

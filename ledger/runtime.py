@@ -13,6 +13,8 @@ service in a few lines::
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,10 @@ from ledger.service import LeaseService
 from ledger.signer import Signer
 from ledger.storage import Storage, default_origin, open_storage
 from ledger.supervisor import Supervisor
+
+SEAL_SPACING = 1.0
+"""Seconds between two checkpoints sealed because a reader asked (the sealer's own are apart
+by ``checkpoint_interval``): readers cannot make the log sign and fsync faster than this."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,8 @@ class Runtime:
         self.tasks = Supervisor()
         self.tasks.add("sweeper", self._sweep, config.sweep_interval)
         self.tasks.add("sealer", self._seal, config.checkpoint_interval)
+        self._seal_lock = asyncio.Lock()
+        self._sealed_at = -SEAL_SPACING
 
     @classmethod
     def open(cls, config: RuntimeConfig) -> Runtime:
@@ -102,6 +110,20 @@ class Runtime:
         if change is not None:
             await service.durable(service.committer.submit([change]))
         return signed
+
+    async def checkpoint_covering(self, size: int | None = None) -> SignedCheckpoint:
+        """The latest sealed checkpoint if it covers ``size`` entries (default: every entry
+        durable now), else one sealed for the reader — at most one per ``SEAL_SPACING`` however
+        many readers ask (issue 8 item 11): they queue and share it."""
+        async with self._seal_lock:
+            want = self.log.size() if size is None else size
+            latest = self.log.latest_checkpoint()
+            if latest is not None and latest.tree_size >= want:
+                return latest
+            await asyncio.sleep(self._sealed_at + SEAL_SPACING - time.monotonic())
+            signed = await self.publish_checkpoint()
+            self._sealed_at = time.monotonic()
+            return signed
 
     async def _sweep(self) -> None:
         if self.service.healthy:  # else the writer is recovering: the next round sweeps

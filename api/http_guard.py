@@ -1,0 +1,136 @@
+"""uvicorn's httptools protocol with the two limits it lacks (issue 8 item 11).
+
+- **A read deadline.** A request must arrive whole — from its first byte (or from the moment the
+  connection opens) to the end of its body — within ``TENURE_READ_TIMEOUT`` seconds (default 10),
+  else the connection gets 408 and is closed. uvicorn arms no timer until a first response has
+  been sent, so a client that opens connections and trickles bytes (slowloris) would hold them
+  forever. The deadline stops once the request is complete: a blocking wait that the server is
+  answering slowly on purpose is not cut short.
+- **A header size cap.** The request line and headers together may take
+  ``TENURE_MAX_HEADER_BYTES`` (default 16 KiB), else 431 and close, before any of it reaches the
+  app; httptools itself accepts headers of any size.
+
+Both values come from the environment so that every worker process uses the same ones (the
+parent sets them from ``tenure serve`` flags). Answers are in the API's error shape, unsigned:
+nothing above the HTTP parser has run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+READ_TIMEOUT_ENV = "TENURE_READ_TIMEOUT"
+MAX_HEADER_BYTES_ENV = "TENURE_MAX_HEADER_BYTES"
+REASONS = {408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
+
+
+def _refusal(status: int, code: str, message: str) -> bytes:
+    body = json.dumps({"data": {"status": "fail", "error": {"code": code, "message": message}}})
+    head = (
+        f"HTTP/1.1 {status} {REASONS[status].decode()}\r\n"
+        "content-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n"
+        "connection: close\r\n\r\n"
+    )
+    return head.encode() + body.encode()
+
+
+class _HeadersTooLarge(Exception):
+    """Raised inside a parser callback to stop parsing; httptools reports it as a parser error,
+    which uvicorn answers through :meth:`GuardedHttpToolsProtocol.send_400_response`."""
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """:class:`HttpToolsProtocol` with a whole-request read deadline and a header size cap."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.read_timeout = float(os.environ.get(READ_TIMEOUT_ENV, "10"))
+        self.max_header_bytes = int(os.environ.get(MAX_HEADER_BYTES_ENV, str(16 * 1024)))
+        self._deadline: asyncio.TimerHandle | None = None
+        self._head_bytes = 0  # raw bytes received while the head is incomplete
+        self._parsed_head = 0  # request line and header bytes the parser has handed over
+        self._in_head = False
+        self._too_large = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.transport.is_closing():
+            return
+        super().data_received(data)
+        if self._in_head and not self.transport.is_closing():
+            self._head_bytes += len(data)
+            if self._head_bytes > self.max_header_bytes:
+                self._refuse_head()
+
+    def send_400_response(self, msg: str) -> None:
+        if self._too_large:
+            self._refuse_head()
+        else:
+            super().send_400_response(msg)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head, self._head_bytes, self._parsed_head = True, 0, 0
+        if self._deadline is None:
+            self._arm()
+
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def _count(self, size: int) -> None:
+        self._parsed_head += size
+        if self._parsed_head > self.max_header_bytes:
+            self._too_large = True
+            raise _HeadersTooLarge
+
+    def _refuse_head(self) -> None:
+        message = f"the request line and headers exceed {self.max_header_bytes} bytes"
+        self._refuse(431, "headers_too_large", message)
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._disarm()
+        super().on_message_complete()
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(self.read_timeout, self._timed_out)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _timed_out(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_complete and self.cycle.more_body:
+            self.cycle.disconnected = True  # the app reading this body sees the caller gone
+        message = f"the request did not arrive whole within {self.read_timeout:g} s"
+        self._refuse(408, "request_timeout", message)
+
+    def _refuse(self, status: int, code: str, message: str) -> None:
+        self.transport.write(_refusal(status, code, message))
+        self.transport.close()
