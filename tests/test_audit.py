@@ -21,7 +21,8 @@ from ledger.checkpoint import checkpoint_body, sign_note
 from ledger.merkle import CompactRange
 from tests.conftest import ROOT, Server, lease, rid
 from verify.audit import audit, check_audit, parse_lines
-from verify.errors import AuditFailed, MalformedInput
+from verify.audit_report import AuditFailed
+from verify.errors import MalformedInput
 from verify.jcs import canonicalize
 from verify.multikey import did_key, public_key_multibase
 from verify.rfc9162 import leaf_hash

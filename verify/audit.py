@@ -35,9 +35,9 @@ import itertools
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from verify.audit_report import AuditReport, Violation
+from verify.audit_report import AuditFailed, AuditReport, Violation
 from verify.compact import CompactRange
-from verify.errors import AuditFailed, MalformedInput, SignatureError
+from verify.errors import MalformedInput, SignatureError
 from verify.export_records import (
     EXPORT_TYPE,
     EXPORT_VERSION,
@@ -59,6 +59,7 @@ from verify.rfc9162 import leaf_hash
 __all__ = [
     "EXPORT_TYPE",
     "EXPORT_VERSION",
+    "AuditFailed",
     "AuditReport",
     "Violation",
     "audit",

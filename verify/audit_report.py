@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AuditReport", "Violation"]
+from verify.errors import VerificationError
+
+__all__ = ["AuditFailed", "AuditReport", "Violation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,3 +63,12 @@ class AuditReport:
             "violations": [v.as_data() for v in self.violations],
             "warnings": [w.as_data() for w in self.warnings],
         }
+
+
+class AuditFailed(VerificationError):
+    """A ledger export breaks at least one audit check (DESIGN §6); ``report`` lists every one."""
+
+    def __init__(self, report: AuditReport) -> None:
+        count = len(report.violations)
+        super().__init__(f"ledger audit found {count} violation{'s' if count != 1 else ''}")
+        self.report = report

@@ -6,8 +6,6 @@ result object instead use the result-returning variants, which catch exactly thi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 
 class VerificationError(Exception):
     """Root of every verification failure."""
@@ -48,16 +46,3 @@ class UnknownContext(MalformedInput):
 
 class UndefinedTerm(MalformedInput):
     """A JSON-LD term or type is not defined by the document's contexts (RDFC would drop it)."""
-
-
-if TYPE_CHECKING:  # the report type lives beside the audit, which imports this module
-    from verify.audit_report import AuditReport
-
-
-class AuditFailed(VerificationError):
-    """A ledger export breaks at least one audit check (DESIGN §6); ``report`` lists every one."""
-
-    def __init__(self, report: AuditReport) -> None:
-        count = len(report.violations)
-        super().__init__(f"ledger audit found {count} violation{'s' if count != 1 else ''}")
-        self.report = report
