@@ -190,7 +190,13 @@ def _mutate_records(records: list[dict[str, Any]], rng: random.Random) -> tuple[
     return mutated, f"{op} record {at}"
 
 
+USAGE = "usage: python scripts/mutation_fuzz.py BUNDLE.json EXPORT.jsonl DID [COUNT]"
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) not in (3, 4) or (len(argv) == 4 and not argv[3].isdigit()):
+        print(USAGE, file=sys.stderr)
+        return 2
     bundle_path, export_path, did, *rest = argv
     count = int(rest[0]) if rest else 300
     with open(bundle_path, encoding="utf-8") as file:
