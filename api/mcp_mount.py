@@ -1,5 +1,5 @@
 """``/mcp`` in ``tenure serve``: the tools of ``api/mcp_server.py`` over streamable HTTP,
-authenticated like the API (docs/decisions/0006-mcp-over-http.md).
+authenticated like the API (docs/decisions/0008-mcp-over-http.md).
 
 Every request to /mcp is authenticated before the MCP SDK reads it, by the API's own rule
 (``Tenancy.resolve``: a Bearer API key, a ``Tenure-Namespace``, or the anonymous tenant where the

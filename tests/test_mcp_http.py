@@ -5,7 +5,9 @@ result, a bad argument as a tool error, authentication like the API's, tenants k
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -129,3 +131,34 @@ def _chain(error: BaseException) -> str:
 
 def _tree_size(server: Server) -> int:
     return int(httpx.get(server.url + "/healthz").json()["data"]["ledger"]["treeSize"])
+
+
+def test_without_the_mcp_extra_serve_still_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+    from api.settings import Settings
+
+    monkeypatch.setitem(sys.modules, "mcp.server.streamable_http_manager", None)  # not installed
+    settings = Settings(data_dir=tmp_path / "data", keys_dir=tmp_path / "keys")
+    with TestClient(create_app(settings)) as api:
+        assert api.get("/healthz").status_code == 200
+        assert api.post("/mcp", json={}).status_code == 404
+
+
+def test_a_key_and_a_namespace_at_once_is_refused_at_the_door(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+    from api.settings import Settings
+
+    settings = Settings(data_dir=tmp_path / "data", keys_dir=tmp_path / "keys")
+    both = {"Authorization": "Bearer tnr_x", "Tenure-Namespace": "ns_" + "a" * 43}
+    with TestClient(create_app(settings)) as api:
+        answer = api.post("/mcp", json={}, headers=both)
+        assert answer.status_code == 422
+        assert answer.json()["data"]["error"]["code"] == "ambiguous_tenant"
+        bad = api.post("/mcp", json={}, headers={"Tenure-Namespace": "ns_short"})
+        assert bad.status_code == 422 and bad.json()["data"]["error"]["field"] == "namespace"
