@@ -47,7 +47,7 @@ def mount_mcp(app: FastAPI, settings: Settings) -> Sessions:
 
         from api.mcp_server import build_server
     except ImportError as error:
-        logger.info("no MCP at %s (%s); pip install 'tenure[mcp]'", PATH, error)
+        logger.warning("no MCP at %s (%s); pip install 'tenure[mcp]'", PATH, error)
         return nullcontext
     endpoint = McpEndpoint()
     server = build_server(lambda ctx: _client_for(app, ctx.request))
