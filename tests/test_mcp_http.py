@@ -162,3 +162,18 @@ def test_a_key_and_a_namespace_at_once_is_refused_at_the_door(tmp_path: Path) ->
         assert answer.json()["data"]["error"]["code"] == "ambiguous_tenant"
         bad = api.post("/mcp", json={}, headers={"Tenure-Namespace": "ns_short"})
         assert bad.status_code == 422 and bad.json()["data"]["error"]["field"] == "namespace"
+
+
+def test_each_tool_call_is_rate_limited_like_an_api_call(fresh_server: Server) -> None:
+    fresh_server.args = ["--rate-limit", "1"]  # bursts of 2, then 1/s
+    fresh_server.start()
+    answers: list[Any] = []
+
+    async def session(client: Any) -> None:
+        for _ in range(4):  # well within a second
+            answers.append(await client.call_tool("lease_get", {"resource": rid()}))
+
+    _drive(fresh_server.url, session)
+    limited = [a for a in answers if a.structured_content["data"].get("status") == "fail"]
+    assert limited and not any(a.is_error for a in limited)  # a refusal to act on
+    assert limited[0].structured_content["data"]["error"]["code"] == "rate_limited"
