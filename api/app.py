@@ -19,6 +19,7 @@ from api.bundle_routes import bundle_routes
 from api.explorer_routes import explorer_routes
 from api.lease_routes import ClientGone, lease_routes
 from api.log_routes import log_routes
+from api.mcp_mount import mount_mcp
 from api.requests import RetryAfter, Runtime, limit_client, parse_json, read_body
 from api.responses import error_response, raw, respond, unknown_response
 from api.schemas import InputError
@@ -87,7 +88,8 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
         _tune_gc()
         access_log.install()
         try:
-            yield
+            async with mcp_sessions():
+                yield
         finally:
             await core.stop()
 
@@ -99,6 +101,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     log_routes(app)
     bundle_routes(app)
     explorer_routes(app)
+    mcp_sessions = mount_mcp(app, settings)
     return app
 
 

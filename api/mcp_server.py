@@ -2,8 +2,8 @@
 ours, as strict as the HTTP API, see ``api/mcp_tools.py``), built on ``AsyncClient``.
 
 ``build_server(client_for)`` makes the server for any transport: ``tenure mcp`` runs it over
-stdio with one client; ``tenure serve`` can mount ``server.streamable_http_app()`` at ``/mcp``
-with a ``client_for`` that builds a client from the HTTP request's own credentials.
+stdio with one client; ``tenure serve`` serves it at ``/mcp`` (``api/mcp_mount.py``) with a
+``client_for`` that builds a client per call from the HTTP request's own credentials.
 
 Answers, refusals included (HELD, LOST, CONFLICT, rate limited), are tool results carrying
 ``{"data", "_provenance"}`` as structured content; bad arguments, an unknown outcome and an
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from functools import cache
 from typing import Any
 
@@ -37,7 +38,7 @@ from api.client import (
 from api.client.trust import Trust
 from api.mcp_tools import BY_NAME, OUTPUT_SCHEMA, RULES, TOOLS, ToolSpec
 
-ClientFor = Callable[[ServerRequestContext[Any]], AsyncClient]
+ClientFor = Callable[[ServerRequestContext[Any]], AbstractAsyncContextManager[AsyncClient]]
 INSTRUCTIONS = (
     "tenure grants leases on named resources with fencing tokens and signed receipts. Take a "
     "lease with lease_acquire, renew it with lease_renew at a third of its ttl while you "
@@ -46,11 +47,12 @@ INSTRUCTIONS = (
 
 
 def build_server(client_for: ClientFor) -> Server[Any]:
-    """The MCP server with every tenure tool; ``client_for(ctx)`` gives the client a call uses.
+    """The MCP server with every tenure tool; ``async with client_for(ctx) as client`` gives
+    the client one tool call uses.
 
     ``ctx.request`` is the HTTP request under streamable HTTP (None over stdio), so a factory
-    for ``/mcp`` can build the client from its Bearer key and ``Tenure-Namespace``. The factory
-    owns the clients it returns (reuse one per credential); calls never close them."""
+    for ``/mcp`` can build the client from its Bearer key and ``Tenure-Namespace`` (and close
+    it on exit); one that shares a client returns ``nullcontext(client)``."""
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -67,7 +69,8 @@ def build_server(client_for: ClientFor) -> Server[Any]:
         problem = _invalid(spec.name, arguments)
         if problem is not None:
             return _error(f"invalid arguments for {spec.name}: {problem}")
-        return await _run(spec, client_for(ctx), arguments)
+        async with client_for(ctx) as client:
+            return await _run(spec, client, arguments)
 
     return Server(
         "tenure",
@@ -159,6 +162,6 @@ async def _serve_stdio(
     url: str, api_key: str | None, namespace: str | None, trust: Trust | None
 ) -> None:
     async with AsyncClient(url, api_key, namespace, trust) as client:
-        server = build_server(lambda ctx: client)
+        server = build_server(lambda ctx: nullcontext(client))
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())

@@ -57,3 +57,16 @@ class Rewriter(httpx.HTTPTransport):
         document = self.rewrite(json.loads(response.read()))
         headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
         return httpx.Response(response.status_code, headers=headers, json=document)
+
+
+class AsyncPartition(httpx.AsyncHTTPTransport):
+    """``Partition`` for ``AsyncClient``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.down:
+            raise httpx.ConnectError("partitioned by the test", request=request)
+        return await super().handle_async_request(request)

@@ -14,7 +14,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from api.client import AsyncClient, Client, LeaseHeld, LeaseLost, ReceiptInvalid
-from tests.client_util import Partition, Recorder, Rewriter
+from tests.client_util import AsyncPartition, Partition, Recorder, Rewriter
 from tests.conftest import ROOT, Server, rid
 from verify.multikey import did_key
 from verify.receipt import check_receipt
@@ -89,6 +89,35 @@ def test_lease_lost_when_renewals_cannot_reach_the_server(server: Server) -> Non
             taken = rival.acquire(resource, "w2", ttl=2, wait=5)
             assert taken.fencing_token is not None and taken.fencing_token > lease.fencing_token
         assert "expired before a renewal was confirmed" in str(seen[0])
+
+
+def test_an_async_lease_lost_mid_block_is_reported(server: Server) -> None:
+    """`async with client.lease(...)`: renewals paused, the server lets the lease expire; the
+    loss is reported (``on_lost``, ``lease.lost``) and leaving the block raises LeaseLost."""
+    resource, seen = rid("alost"), []
+
+    async def work() -> None:
+        partition, reported = AsyncPartition(), asyncio.Event()
+
+        def on_lost(error: LeaseLost) -> None:
+            seen.append(error)
+            reported.set()
+
+        async with (
+            AsyncClient(server.url, transport=partition) as client,
+            AsyncClient(server.url) as rival,
+        ):
+            with pytest.raises(LeaseLost):
+                async with client.lease(resource, "a1", ttl=2, on_lost=on_lost) as lease:
+                    partition.down = True
+                    await asyncio.wait_for(reported.wait(), 5)
+                    assert lease.lost
+                    taken = await rival.acquire(resource, "a2", ttl=2, wait=5)
+                    assert taken.fencing_token is not None
+                    assert taken.fencing_token > lease.fencing_token
+
+    asyncio.run(work())
+    assert len(seen) == 1 and "expired before a renewal was confirmed" in str(seen[0])
 
 
 def test_lease_lost_reported_by_the_server(server: Server) -> None:

@@ -100,3 +100,11 @@ def test_could_not_acquire_and_bad_usage(server: Server) -> None:
     assert start(server, resource, []).wait(20) == EXIT_USAGE  # no command
     low = start(server, "deploy:prod", [], "true")  # anonymous tenant: the server refuses it
     assert low.wait(20) == EXIT_USAGE
+
+
+def test_a_command_that_cannot_start_is_127_and_the_lease_released(server: Server) -> None:
+    resource = rid("nocmd")
+    missing = start(server, resource, [], str(ROOT / "no-such-command"))
+    assert missing.wait(20) == 127
+    assert missing.stderr is not None and "no-such-command" in missing.stderr.read()
+    assert outcome(server, resource) == "FREE"

@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import pytest
@@ -110,9 +110,9 @@ def test_the_same_server_over_streamable_http(server: Server) -> None:
     async def run() -> None:
         async with AsyncClient(server.url) as shared:
 
-            def client_for(ctx: Any) -> AsyncClient:
-                seen.append(ctx.request)  # the HTTP request: where /mcp will read credentials
-                return shared
+            def client_for(ctx: Any) -> nullcontext[AsyncClient]:
+                seen.append(ctx.request)  # the HTTP request: where /mcp reads credentials
+                return nullcontext(shared)
 
             with _uvicorn(build_server(client_for).streamable_http_app()) as port:
                 async with mcp.Client(f"http://127.0.0.1:{port}/mcp") as client:
