@@ -19,6 +19,7 @@ from api.bundle_routes import bundle_routes
 from api.explorer_routes import explorer_routes
 from api.lease_routes import ClientGone, lease_routes
 from api.log_routes import log_routes
+from api.metrics import RequestMetrics, metrics_routes, state_registry
 from api.requests import RetryAfter, Runtime, limit_client, parse_json, read_body
 from api.responses import error_response, raw, respond, unknown_response
 from api.schemas import InputError
@@ -84,6 +85,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
         app.state.core, app.state.log, app.state.issuer = core, core.log, core.issuer
         tenancy = Tenancy(core.storage, settings.require_api_key, settings.allow_anonymous)
         app.state.runtime = Runtime(core.service, tenancy, RateLimiter(settings.rate_limit))
+        app.state.metrics = state_registry(core, clock)
         _tune_gc()
         access_log.install()
         try:
@@ -92,6 +94,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
             await core.stop()
 
     app = FastAPI(title="tenure", version="0.1.0", lifespan=lifespan)
+    app.add_middleware(RequestMetrics)
     _handlers(app)
     lease_routes(app, settings)
     scope_routes(app, settings)
@@ -99,6 +102,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     log_routes(app)
     bundle_routes(app)
     explorer_routes(app)
+    metrics_routes(app)
     return app
 
 
@@ -165,3 +169,12 @@ def _routes(app: FastAPI, settings: Settings) -> None:
         core: Core = request.app.state.core
         data = core.health() | {"ledger": core.service.position().as_data()}
         return raw({"data": data}, 200 if core.healthy else 503)
+
+    @app.get("/readyz")
+    async def readyz(request: Request) -> Response:
+        """Readiness: storage writable, signing keys loaded, ledger head readable."""
+        core: Core = request.app.state.core
+        checks = await core.readiness()
+        ok = all(value == "ok" for value in checks.values())
+        data = {"status": "pass" if ok else "fail", "checks": checks}
+        return raw({"data": data}, 200 if ok else 503)

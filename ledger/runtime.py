@@ -93,6 +93,24 @@ class Runtime:
             "tasks": self.tasks.as_data(),
         }
 
+    async def readiness(self) -> dict[str, str]:
+        """Whether this process can serve writes now: ``storage`` takes and commits a write
+        transaction through the group committer, ``keys`` finds the signing key recorded as the
+        log's active key, ``ledger`` reads the head of the tree. Each is ``ok`` or why not."""
+        checks = {"storage": "ok", "keys": "ok", "ledger": "ok"}
+        try:
+            await self.service.durable(self.service.committer.submit([]))
+        except Exception as error:  # any failure means not ready; say which
+            checks["storage"] = f"not writable: {error}"
+        active = {key.did for key in self.storage.signing_keys() if key.valid_until is None}
+        if self.issuer.signer.did not in active or self.log.key.did not in active:
+            checks["keys"] = "the signing key is not the log's active key"
+        try:
+            self.log.root(self.log.size())
+        except Exception as error:
+            checks["ledger"] = f"head unreadable: {error}"
+        return checks
+
     async def publish_checkpoint(self) -> SignedCheckpoint:
         """Sign a checkpoint of everything durable so far (or reuse the latest if the tree has
         not grown) and store it durably before anyone sees it."""
