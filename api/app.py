@@ -100,7 +100,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     scope_routes(app, settings)
     _routes(app, settings)
     log_routes(app)
-    bundle_routes(app)
+    bundle_routes(app, settings)
     explorer_routes(app)
     metrics_routes(app)
     return app
