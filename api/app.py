@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
+import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from math import ceil
@@ -67,6 +69,7 @@ def runtime_config(settings: Settings, clock: Callable[[], int] = now_ms) -> Run
         limits=Limits(settings.ttl_max_seconds, settings.lifecycle_seconds),
         sweep_interval=settings.sweep_interval,
         checkpoint_interval=settings.checkpoint_interval,
+        key_watch_interval=settings.key_watch_interval,
     )
 
 
@@ -88,9 +91,11 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
         app.state.metrics = state_registry(core, clock)
         _tune_gc()
         access_log.install()
+        hangup = _on_sighup(core)
         try:
             yield
         finally:
+            hangup()
             await core.stop()
 
     app = FastAPI(title="tenure", version="0.1.0", lifespan=lifespan)
@@ -104,6 +109,18 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     explorer_routes(app)
     metrics_routes(app)
     return app
+
+
+def _on_sighup(core: Core) -> Callable[[], None]:
+    """SIGHUP reloads the signing key at once (`tenure keys rotate`; the key folder is also
+    watched every second). Only where the loop may take signals (uvicorn's main thread, not an
+    in-process test client); returns what removes the handler."""
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(core.reload_keys()))
+    except (ValueError, RuntimeError, NotImplementedError):
+        return lambda: None
+    return lambda: loop.remove_signal_handler(signal.SIGHUP)
 
 
 def _handlers(app: FastAPI) -> None:

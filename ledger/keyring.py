@@ -80,6 +80,11 @@ def load_signing_keys(keys_dir: Path) -> list[SigningKey]:
     return found
 
 
+def newest_key_file(keys_dir: Path) -> Path | None:
+    """The newest signing key's file (names sort by creation time), without reading it."""
+    return max(keys_dir.glob(SIGNING_GLOB), default=None)
+
+
 def create_signing_key(keys_dir: Path, now_ms: int) -> SigningKey:
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())

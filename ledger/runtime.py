@@ -19,9 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from ledger.calls import Limits, now_ms
-from ledger.keyring import load_or_create_secret, record_keys, signing_keys
+from ledger.keyring import (
+    load_or_create_secret,
+    load_signing_keys,
+    newest_key_file,
+    record_keys,
+    signing_keys,
+)
 from ledger.log import LogReader, SignedCheckpoint
 from ledger.provenance import Issuer
+from ledger.rotation import rotate
 from ledger.service import LeaseService
 from ledger.signer import Signer
 from ledger.storage import Storage, default_origin, open_storage
@@ -38,6 +45,7 @@ class RuntimeConfig:
     limits: Limits = field(default_factory=Limits)
     sweep_interval: float = 0.1
     checkpoint_interval: float = 10.0
+    key_watch_interval: float = 1.0
     clock: Callable[[], int] = now_ms
 
 
@@ -58,6 +66,7 @@ class Runtime:
         self.tasks = Supervisor()
         self.tasks.add("sweeper", self._sweep, config.sweep_interval)
         self.tasks.add("sealer", self._seal, config.checkpoint_interval)
+        self.tasks.add("keywatch", self.reload_keys, config.key_watch_interval)
 
     @classmethod
     def open(cls, config: RuntimeConfig) -> Runtime:
@@ -120,6 +129,18 @@ class Runtime:
         if change is not None:
             await service.durable(service.committer.submit([change]))
         return signed
+
+    async def reload_keys(self) -> None:
+        """Sign with the newest key of the keys folder from now on, if it is new (`tenure keys
+        rotate`; polled every ``key_watch_interval`` and on SIGHUP)."""
+        newest = newest_key_file(self.config.keys_dir)
+        if newest is None or newest == self.log.key.path:
+            return
+        try:
+            key = load_signing_keys(self.config.keys_dir)[-1]
+        except ValueError:  # a file still being written: the next round reads it whole
+            return
+        rotate(self, key)
 
     async def _sweep(self) -> None:
         if self.service.healthy:  # else the writer is recovering: the next round sweeps
