@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api import logs as access_log
 from api.bundle_routes import bundle_routes
+from api.docs_routes import docs_routes
 from api.explorer_routes import explorer_routes
 from api.lease_routes import ClientGone, lease_routes
 from api.log_routes import log_routes
@@ -98,7 +99,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
             hangup()
             await core.stop()
 
-    app = FastAPI(title="tenure", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="tenure", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.add_middleware(RequestMetrics)
     _handlers(app)
     lease_routes(app, settings)
@@ -108,6 +109,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     bundle_routes(app, settings)
     explorer_routes(app)
     metrics_routes(app)
+    docs_routes(app)
     return app
 
 
