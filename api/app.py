@@ -113,7 +113,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     return app
 
 
-def _on_sighup(core: Core) -> Callable[[], None]:
+def _on_sighup(core: Core) -> Callable[[], object]:
     """SIGHUP reloads the signing key at once (`tenure keys rotate`; the key folder is also
     watched every second). Only where the loop may take signals (uvicorn's main thread, not an
     in-process test client); returns what removes the handler."""
