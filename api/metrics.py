@@ -21,6 +21,7 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Histogram,
+    disable_created_metrics,
     generate_latest,
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -29,6 +30,9 @@ from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ledger.runtime import Runtime
+
+# No `_created` series: a third fewer lines a scrape, and no dashboard needs them.
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 LEASE_ANSWERS = Counter(
     "tenure_lease_answers_total", "Lease operations answered, by op and outcome.", ["op", "outcome"]

@@ -116,3 +116,25 @@ def test_readyz_fails_when_another_key_took_over(tmp_path: Path) -> None:
         answer = client.get("/readyz")
     assert answer.status_code == 503
     assert answer.json()["data"]["checks"]["keys"] == "the signing key is not the log's active key"
+
+
+def server_errors(client: TestClient, route: str, status: str) -> float:
+    """Process-wide counters: in-process tests compare before and after."""
+    samples = scrape(client)
+    return value(samples, "tenure_http_server_errors_total", route=route, status=status)
+
+
+def test_5xx_answers_are_counted_by_route(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data", keys_dir=tmp_path / "keys")
+    app = create_app(settings)
+
+    async def boom() -> None:
+        raise RuntimeError("a bug")
+
+    app.add_api_route("/boom/{thing}", boom)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        before = server_errors(client, "/boom/{thing}", "500")
+        assert client.get("/boom/secret-name").status_code == 500
+        assert client.get("/boom/other-name").status_code == 500
+        assert server_errors(client, "/boom/{thing}", "500") == before + 2
+        assert "secret-name" not in client.get("/metrics").text
