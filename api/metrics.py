@@ -83,9 +83,13 @@ class RequestMetrics:
             _observe(scope, status, time.perf_counter() - started)
 
 
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
 def _observe(scope: Scope, status: int, seconds: float) -> None:
-    route = getattr(scope.get("route"), "path", "unmatched")
-    REQUEST_SECONDS.labels(route, scope["method"]).observe(seconds)
+    route = getattr(scope.get("route"), "path", "unmatched")  # a template, never a name
+    method = scope["method"] if scope["method"] in METHODS else "other"  # labels stay bounded
+    REQUEST_SECONDS.labels(route, method).observe(seconds)
     if status == 429:
         RATE_LIMITED.labels(route).inc()
     elif status >= 500:

@@ -137,4 +137,7 @@ def test_5xx_answers_are_counted_by_route(tmp_path: Path) -> None:
         assert client.get("/boom/secret-name").status_code == 500
         assert client.get("/boom/other-name").status_code == 500
         assert server_errors(client, "/boom/{thing}", "500") == before + 2
-        assert "secret-name" not in client.get("/metrics").text
+        assert client.request("BREW", "/no/such/path").status_code in (404, 405)
+        text = client.get("/metrics").text
+    assert "secret-name" not in text and "BREW" not in text and "/no/such" not in text
+    assert 'tenure_http_request_duration_seconds_count{method="other",route="unmatched"}' in text
