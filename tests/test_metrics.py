@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -141,3 +142,21 @@ def test_5xx_answers_are_counted_by_route(tmp_path: Path) -> None:
         text = client.get("/metrics").text
     assert "secret-name" not in text and "BREW" not in text and "/no/such" not in text
     assert 'tenure_http_request_duration_seconds_count{method="other",route="unmatched"}' in text
+
+
+def test_multiprocess_mode_sums_from_the_shared_folder(
+    fresh_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With PROMETHEUS_MULTIPROC_DIR (several workers) the counters live in files there and
+    /metrics sums them; the state gauges are still the answering process's."""
+    shared = tmp_path / "prometheus"
+    shared.mkdir()
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(shared))
+    server = fresh_server.start()
+    with server.client() as client:
+        for _ in range(2):
+            lease(client, "acquire", resource=rid(), holder="w")
+        samples = scrape(client)
+    assert value(samples, "tenure_lease_answers_total", op="acquire", outcome="GRANTED") == 2
+    assert value(samples, "tenure_leases_live") == 2
+    assert any(path.suffix == ".db" for path in shared.iterdir())
