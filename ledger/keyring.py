@@ -102,8 +102,9 @@ def signing_keys(keys_dir: Path, now_ms: int) -> list[SigningKey]:
 def record_keys(storage: Storage, active: SigningKey, now_ms: int) -> None:
     """Every public key ever used, with its validity period, also lives in the ledger database.
 
-    Called when the server starts signing with ``active``: a key is valid from the first start
-    that used it until the first start that used a newer one, which is exactly when it signed.
+    Called when the server starts signing with ``active`` (at start-up, or a live rotation in
+    ``ledger/rotation.py``): a key is valid from the moment it began signing until the moment a
+    newer one did, which is exactly when it signed.
     """
     storage.record_key_use(
         KeyRecord(active.did, active.public_bytes, active.multikey, now_ms, None)
