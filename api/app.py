@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
+import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from math import ceil
@@ -16,10 +18,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api import logs as access_log
 from api.bundle_routes import bundle_routes
+from api.docs_routes import docs_routes
 from api.explorer_routes import explorer_routes
 from api.lease_routes import ClientGone, lease_routes
 from api.log_routes import log_routes
 from api.mcp_mount import mount_mcp
+from api.metrics import RequestMetrics, metrics_routes, state_registry
 from api.requests import RetryAfter, Runtime, limit_client, parse_json, read_body
 from api.responses import error_response, raw, respond, unknown_response
 from api.schemas import InputError
@@ -67,6 +71,7 @@ def runtime_config(settings: Settings, clock: Callable[[], int] = now_ms) -> Run
         limits=Limits(settings.ttl_max_seconds, settings.lifecycle_seconds),
         sweep_interval=settings.sweep_interval,
         checkpoint_interval=settings.checkpoint_interval,
+        key_watch_interval=settings.key_watch_interval,
     )
 
 
@@ -85,24 +90,42 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
         app.state.core, app.state.log, app.state.issuer = core, core.log, core.issuer
         tenancy = Tenancy(core.storage, settings.require_api_key, settings.allow_anonymous)
         app.state.runtime = Runtime(core.service, tenancy, RateLimiter(settings.rate_limit))
+        app.state.metrics = state_registry(core, clock)
         _tune_gc()
         access_log.install()
+        hangup = _on_sighup(core)
         try:
             async with mcp_sessions():
                 yield
         finally:
+            hangup()
             await core.stop()
 
-    app = FastAPI(title="tenure", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="tenure", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.add_middleware(RequestMetrics)
     _handlers(app)
     lease_routes(app, settings)
     scope_routes(app, settings)
     _routes(app, settings)
     log_routes(app)
-    bundle_routes(app)
+    bundle_routes(app, settings)
     explorer_routes(app)
     mcp_sessions = mount_mcp(app, settings)
+    metrics_routes(app)
+    docs_routes(app)
     return app
+
+
+def _on_sighup(core: Core) -> Callable[[], object]:
+    """SIGHUP reloads the signing key at once (`tenure keys rotate`; the key folder is also
+    watched every second). Only where the loop may take signals (uvicorn's main thread, not an
+    in-process test client); returns what removes the handler."""
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(core.reload_keys()))
+    except (ValueError, RuntimeError, NotImplementedError):
+        return lambda: None
+    return lambda: loop.remove_signal_handler(signal.SIGHUP)
 
 
 def _handlers(app: FastAPI) -> None:
@@ -168,3 +191,12 @@ def _routes(app: FastAPI, settings: Settings) -> None:
         core: Core = request.app.state.core
         data = core.health() | {"ledger": core.service.position().as_data()}
         return raw({"data": data}, 200 if core.healthy else 503)
+
+    @app.get("/readyz")
+    async def readyz(request: Request) -> Response:
+        """Readiness: storage writable, signing keys loaded, ledger head readable."""
+        core: Core = request.app.state.core
+        checks = await core.readiness()
+        ok = all(value == "ok" for value in checks.values())
+        data = {"status": "pass" if ok else "fail", "checks": checks}
+        return raw({"data": data}, 200 if ok else 503)

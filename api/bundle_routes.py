@@ -8,16 +8,20 @@ from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import Response
 
 from api.log_routes import LIMITED, core_of, out_of_range
+from api.requests import parse_json, read_body
 from api.responses import raw, suite_of
-from ledger.bundle import build_bundle
+from api.schemas import InputError
+from api.settings import Settings
+from ledger.bundle import NotAReceipt, build_bundle, saved_receipt
 from ledger.entries import iso
 from ledger.log import OutOfRange
 from ledger.provenance import Issuer, canonical_request
+from verify.dataintegrity import JCS_SUITE
 
 TreeSize = Annotated[int | None, Query(alias="treeSize", ge=1)]
 
 
-def bundle_routes(app: FastAPI) -> None:
+def bundle_routes(app: FastAPI, settings: Settings) -> None:
     @app.get("/api/v1/log/bundle/{index}", dependencies=LIMITED)
     async def bundle(
         request: Request, index: Annotated[int, Path(ge=0)], tree_size: TreeSize = None
@@ -37,6 +41,31 @@ def bundle_routes(app: FastAPI) -> None:
                 canonical,
                 iso(core_of(request).clock()),
                 suite,
+            )
+        except OutOfRange as error:
+            raise out_of_range(error) from error
+        return raw(built)
+
+    @app.post("/api/v1/log/bundle", dependencies=LIMITED)
+    async def own_bundle(request: Request, tree_size: TreeSize = None) -> Response:
+        """A bundle proving a saved response's own ledger entry (its `data.ledger.logIndex`)."""
+        document = parse_json(await read_body(request, settings.verify_body_max_bytes))
+        try:
+            receipt, index = saved_receipt(document)
+        except NotAReceipt as error:
+            raise InputError("invalid_value", str(error), error.field) from error
+        latest = await core_of(request).checkpoint_covering()
+        try:
+            built = build_bundle(
+                request.app.state.log,
+                request.app.state.issuer,
+                index,
+                latest,
+                tree_size,
+                b"",
+                "",
+                JCS_SUITE,
+                receipt,
             )
         except OutOfRange as error:
             raise out_of_range(error) from error

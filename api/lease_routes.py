@@ -9,6 +9,7 @@ from collections.abc import Awaitable
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from api.metrics import lease_answered
 from api.names import RULE, high_entropy
 from api.requests import caller_tenant, limit_client, parse, read_body, runtime_of
 from api.responses import JSON, respond, suite_of
@@ -81,6 +82,7 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
         answer = await _unless_disconnected(request, service.lease(call))
     else:
         answer = await service.lease(call)
+    lease_answered(op, answer.outcome.value)
     headers = None
     if answer.outcome is Outcome.HELD:
         headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}

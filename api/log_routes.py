@@ -42,6 +42,17 @@ def log_routes(app: FastAPI) -> None:
         signed = await core_of(request).checkpoint_covering()
         return raw(signed.as_data())
 
+    @app.get("/api/v1/log/checkpoints", dependencies=LIMITED)
+    async def checkpoints(
+        request: Request, start: NonNegative = 0, limit: Annotated[int, Query()] = 100
+    ) -> Response:
+        """Stored signed checkpoints of tree size ≥ `start`, smallest first, `limit` ≤ 100 a
+        page; `next` is the `start` of the following page (null at the end)."""
+        try:
+            return raw(_log(request).checkpoints(start, limit))
+        except OutOfRange as error:
+            raise out_of_range(error) from error
+
     @app.get("/api/v1/log/entries", dependencies=LIMITED)
     async def entries(request: Request, start: NonNegative, end: NonNegative) -> Response:
         """Entries [start, end) as exact leaf bytes (base64) and parsed JSON; at most 1000."""

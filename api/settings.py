@@ -21,6 +21,7 @@ class Settings(BaseSettings):
     lifecycle_seconds: int = Field(default=86400, ge=1)
     sweep_interval: float = Field(default=0.1, gt=0)
     checkpoint_interval: float = Field(default=10.0, gt=0)
+    key_watch_interval: float = Field(default=1.0, gt=0)
     body_max_bytes: int = 16 * 1024
     complete_body_max_bytes: int = 40 * 1024
     verify_body_max_bytes: int = 1024 * 1024

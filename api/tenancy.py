@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 
 from api.names import minted_namespace
 from api.schemas import InputError
@@ -25,12 +26,44 @@ def create_api_key(storage: Storage, name: str) -> str:
     return key
 
 
+class KeyCache:
+    """API-key digests to tenants (None: no such key), each remembered for ``ttl`` seconds and
+    at most ``size`` of them, least recently used first out: a key revoked by `tenure apikey
+    revoke` in another process is refused within ``ttl`` without a restart."""
+
+    def __init__(
+        self,
+        lookup: Callable[[bytes], str | None],
+        ttl: float = 1.0,
+        size: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._lookup = lookup
+        self.ttl = ttl
+        self.size = size
+        self._clock = clock
+        self._found: OrderedDict[bytes, tuple[str | None, float]] = OrderedDict()
+
+    def tenant(self, digest: bytes) -> str | None:
+        """The key's tenant, from memory if looked up less than ``ttl`` seconds ago."""
+        now = self._clock()
+        cached = self._found.get(digest)
+        if cached is not None and now - cached[1] < self.ttl:
+            self._found.move_to_end(digest)
+            return cached[0]
+        tenant = self._lookup(digest)
+        self._found[digest] = (tenant, now)
+        self._found.move_to_end(digest)
+        while len(self._found) > self.size:
+            self._found.popitem(last=False)
+        return tenant
+
+
 class Tenancy:
     def __init__(self, storage: Storage, require_api_key: bool, anonymous: bool):
-        self._storage = storage
         self._require_key = require_api_key
         self._anonymous = anonymous and not require_api_key
-        self._keys: dict[bytes, str] = {}
+        self.keys = KeyCache(storage.api_key_tenant)
 
     def resolve(self, authorization: str | None, namespace: str | None, sub: str | None) -> str:
         if authorization is not None:
@@ -53,12 +86,9 @@ class Tenancy:
         if scheme.lower() != "bearer" or not key.strip():
             raise InputError("unauthorized", "Authorization must be 'Bearer <apiKey>'", status=401)
         key_digest = secret_digest(key.strip())
-        tenant = self._keys.get(key_digest)
+        tenant = self.keys.tenant(key_digest)
         if tenant is None:
-            found = self._storage.api_key_tenant(key_digest)
-            if found is None:
-                raise InputError("unauthorized", "unknown API key", status=401)
-            tenant = self._keys[key_digest] = found
+            raise InputError("unauthorized", "unknown API key", status=401)
         return tenant
 
     def _namespace_tenant(self, namespace: str) -> str:

@@ -28,9 +28,12 @@ def build_bundle(
     request: bytes,
     now: str,
     suite: str,
+    receipt: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The bundle of entry ``index``, proven into the checkpoint of ``tree_size`` (default: the
-    latest) and, when that is an earlier one, extended to ``latest`` by a consistency proof."""
+    latest) and, when that is an earlier one, extended to ``latest`` by a consistency proof.
+    ``receipt``, a caller's own saved response (:func:`saved_receipt`), replaces the receipt
+    the server would issue."""
     anchor = _anchor(log, latest, tree_size)
     if not 0 <= index < anchor.tree_size:
         raise OutOfRange("index", _index_message(index, anchor.tree_size))
@@ -38,14 +41,16 @@ def build_bundle(
     if entry is None:  # the durable tree covers it, so this is a storage fault
         raise RuntimeError(f"entry {index} is inside the tree but not stored")
     proof = log.inclusion(index, anchor.tree_size)
+    if receipt is None:
+        receipt = issue_receipt(issuer, index, entry, anchor, request, now, suite)
     bundle: dict[str, Any] = {
         "type": BUNDLE_TYPE,
-        "receipt": issue_receipt(issuer, index, entry, anchor, request, now, suite),
+        "receipt": receipt,
         "entry": b64(entry),
         "inclusion": {k: proof[k] for k in ("index", "treeSize", "hashes")},
         "checkpoint": anchor.as_data(),
     }
-    signers = {issuer.signer.did, _signer(log, anchor)}
+    signers = {_issuer_of(receipt), _signer(log, anchor)}
     if anchor.tree_size < latest.tree_size:
         bundle["consistency"] = _consistency(log, anchor, latest)
         signers.add(_signer(log, latest))
@@ -81,6 +86,35 @@ def issue_receipt(
     names = pseudonyms_of(parsed)
     credential = issuer.issue(data, request, entry, names or None, now, suite)
     return {"data": data, "_provenance": credential}
+
+
+class NotAReceipt(ValueError):
+    """A saved response that names no ledger entry (answered 422, naming the field)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def saved_receipt(document: Any) -> tuple[dict[str, Any], int]:
+    """A caller's saved response ``{data, _provenance}`` (``data.ownerToken`` dropped: the
+    manifest hashes ``data`` without it) and the ledger index its ``data.ledger`` names."""
+    if not isinstance(document, dict) or not isinstance(document.get("_provenance"), dict):
+        raise NotAReceipt("_provenance", "send a saved response: {data, _provenance}")
+    data = document.get("data")
+    ledger = data.get("ledger") if isinstance(data, dict) else None
+    index = ledger.get("logIndex") if isinstance(ledger, dict) else None
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        message = "data.ledger.logIndex must name the entry the call appended"
+        raise NotAReceipt("data.ledger.logIndex", message)
+    assert isinstance(data, dict)
+    kept = {k: v for k, v in data.items() if k != "ownerToken"}
+    return {"data": kept, "_provenance": document["_provenance"]}, index
+
+
+def _issuer_of(receipt: dict[str, Any]) -> str:
+    issuer = receipt.get("_provenance", {}).get("issuer")
+    return issuer if isinstance(issuer, str) else ""
 
 
 def _anchor(log: LogReader, latest: SignedCheckpoint, tree_size: int | None) -> SignedCheckpoint:

@@ -18,6 +18,7 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 
+from ledger import metrics
 from ledger.changes import Change
 from ledger.storage import Storage, StorageError, Transaction
 
@@ -84,13 +85,16 @@ class GroupCommitter:
     def _commit(self, batch: list[_Item]) -> BaseException | None:
         if self.failure is not None:
             return self.failure
+        started = metrics.commit_started()
         try:
             with self._storage.transaction() as tx:
                 for work, _ in batch:
                     _run_work(tx, work)
             self.commits += 1
+            metrics.commit_done(len(batch), started)
             return None
         except BaseException as error:  # any failure leaves the outcome unknown
+            metrics.commit_done(len(batch), started, ok=False)
             self.failure = error
             return error
 

@@ -80,6 +80,11 @@ def load_signing_keys(keys_dir: Path) -> list[SigningKey]:
     return found
 
 
+def newest_key_file(keys_dir: Path) -> Path | None:
+    """The newest signing key's file (names sort by creation time), without reading it."""
+    return max(keys_dir.glob(SIGNING_GLOB), default=None)
+
+
 def create_signing_key(keys_dir: Path, now_ms: int) -> SigningKey:
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
@@ -97,8 +102,9 @@ def signing_keys(keys_dir: Path, now_ms: int) -> list[SigningKey]:
 def record_keys(storage: Storage, active: SigningKey, now_ms: int) -> None:
     """Every public key ever used, with its validity period, also lives in the ledger database.
 
-    Called when the server starts signing with ``active``: a key is valid from the first start
-    that used it until the first start that used a newer one, which is exactly when it signed.
+    Called when the server starts signing with ``active`` (at start-up, or a live rotation in
+    ``ledger/rotation.py``): a key is valid from the moment it began signing until the moment a
+    newer one did, which is exactly when it signed.
     """
     storage.record_key_use(
         KeyRecord(active.did, active.public_bytes, active.multikey, now_ms, None)

@@ -19,6 +19,7 @@ from ledger.merkle import consistency_proof, inclusion_proof, root_at
 from ledger.storage import CheckpointRecord, Storage
 
 MAX_PAGE = 1000
+MAX_CHECKPOINTS = 100
 
 
 class OutOfRange(ValueError):
@@ -110,14 +111,28 @@ class LogReader:
         """The checkpoint signed at exactly ``tree_size``, if the log ever signed one."""
         return self._signed(self.storage.checkpoint(tree_size))
 
+    def checkpoints(self, start: int, limit: int) -> dict[str, Any]:
+        """A page of the stored signed checkpoints of tree size ≥ ``start``, smallest first, at
+        most ``limit`` (≤ MAX_CHECKPOINTS); ``next`` is the ``start`` of the next page or None."""
+        if not 1 <= limit <= MAX_CHECKPOINTS:
+            raise OutOfRange("limit", f"limit must be 1..{MAX_CHECKPOINTS}")
+        found = self.storage.checkpoints(start, limit + 1)
+        page = [
+            {**self._as_signed(record).as_data(), "keyDid": record.key_did}
+            for record in found[:limit]
+        ]
+        following = found[limit].tree_size if len(found) > limit else None
+        return {"checkpoints": page, "next": following}
+
     def checkpoint_signer(self, tree_size: int) -> str:
         """The did of the key that signed the stored checkpoint (the active key if not stored)."""
         found = self.storage.checkpoint(tree_size)
         return self.key.did if found is None else found.key_did
 
     def _signed(self, record: CheckpointRecord | None) -> SignedCheckpoint | None:
-        if record is None:
-            return None
+        return None if record is None else self._as_signed(record)
+
+    def _as_signed(self, record: CheckpointRecord) -> SignedCheckpoint:
         return SignedCheckpoint(
             self.origin, record.tree_size, record.root_hash, record.timestamp, record.note
         )

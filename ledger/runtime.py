@@ -21,9 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from ledger.calls import Limits, now_ms
-from ledger.keyring import load_or_create_secret, record_keys, signing_keys
+from ledger.keyring import (
+    load_or_create_secret,
+    load_signing_keys,
+    newest_key_file,
+    record_keys,
+    signing_keys,
+)
 from ledger.log import LogReader, SignedCheckpoint
 from ledger.provenance import Issuer
+from ledger.rotation import rotate
 from ledger.service import LeaseService
 from ledger.signer import Signer
 from ledger.storage import Storage, default_origin, open_storage
@@ -44,6 +51,7 @@ class RuntimeConfig:
     limits: Limits = field(default_factory=Limits)
     sweep_interval: float = 0.1
     checkpoint_interval: float = 10.0
+    key_watch_interval: float = 1.0
     clock: Callable[[], int] = now_ms
 
 
@@ -66,6 +74,7 @@ class Runtime:
         self.tasks.add("sealer", self._seal, config.checkpoint_interval)
         self._seal_lock = asyncio.Lock()
         self._sealed_at = -SEAL_SPACING
+        self.tasks.add("keywatch", self.reload_keys, config.key_watch_interval)
 
     @classmethod
     def open(cls, config: RuntimeConfig) -> Runtime:
@@ -101,6 +110,24 @@ class Runtime:
             "tasks": self.tasks.as_data(),
         }
 
+    async def readiness(self) -> dict[str, str]:
+        """Whether this process can serve writes now: ``storage`` takes and commits a write
+        transaction through the group committer, ``keys`` finds the signing key recorded as the
+        log's active key, ``ledger`` reads the head of the tree. Each is ``ok`` or why not."""
+        checks = {"storage": "ok", "keys": "ok", "ledger": "ok"}
+        try:
+            await self.service.durable(self.service.committer.submit([]))
+        except Exception as error:  # any failure means not ready; say which
+            checks["storage"] = f"not writable: {error}"
+        active = {key.did for key in self.storage.signing_keys() if key.valid_until is None}
+        if self.issuer.signer.did not in active or self.log.key.did not in active:
+            checks["keys"] = "the signing key is not the log's active key"
+        try:
+            self.log.root(self.log.size())
+        except Exception as error:
+            checks["ledger"] = f"head unreadable: {error}"
+        return checks
+
     async def publish_checkpoint(self) -> SignedCheckpoint:
         """Sign a checkpoint of everything durable so far (or reuse the latest if the tree has
         not grown) and store it durably before anyone sees it."""
@@ -124,6 +151,18 @@ class Runtime:
             signed = await self.publish_checkpoint()
             self._sealed_at = time.monotonic()
             return signed
+
+    async def reload_keys(self) -> None:
+        """Sign with the newest key of the keys folder from now on, if it is new (`tenure keys
+        rotate`; polled every ``key_watch_interval`` and on SIGHUP)."""
+        newest = newest_key_file(self.config.keys_dir)
+        if newest is None or newest == self.log.key.path:
+            return
+        try:
+            key = load_signing_keys(self.config.keys_dir)[-1]
+        except ValueError:  # a file still being written: the next round reads it whole
+            return
+        rotate(self, key)
 
     async def _sweep(self) -> None:
         if self.service.healthy:  # else the writer is recovering: the next round sweeps

@@ -268,6 +268,10 @@ class LeaseService:
     def position(self) -> Position:
         return self.recorder.position()
 
+    def waiting(self) -> int:
+        """Callers queued for a lease now (``op: wait`` or ``waitSeconds``)."""
+        return self._waiters.count()
+
     # -- recording --------------------------------------------------------------------------
 
     def _record(

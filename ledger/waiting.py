@@ -42,6 +42,10 @@ class WaitQueues:
             if not queue:
                 del self._queues[key]
 
+    def count(self) -> int:
+        """Callers waiting now, over every resource."""
+        return sum(len(queue) for queue in self._queues.values())
+
     def resources_of(self, tenant: str) -> set[str]:
         return {name for owner, name in self._queues if owner == tenant}
 

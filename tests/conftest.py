@@ -88,7 +88,8 @@ class Server:
         return self.start()
 
     def rotate_keys(self) -> None:
-        """`tenure keys rotate` on this server's keys folder (takes effect at the next start)."""
+        """`tenure keys rotate` on this server's keys folder (a running server switches within
+        a second, or at once on SIGHUP)."""
         cmd = [sys.executable, "-m", "api", "keys", "rotate", "--keys", str(self.root / "keys")]
         subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
 

@@ -30,9 +30,9 @@ def mint(client: httpx.Client) -> str:
 
 
 def test_tenants_are_isolated(fresh_server: Server) -> None:
+    fresh_server.start()  # `apikey create` needs an existing ledger; the server sees new keys
     key_a = create_key(fresh_server.data, "team-a")
     key_b = create_key(fresh_server.data, "team-b")
-    fresh_server.start()
     with fresh_server.client() as api:
         ns = mint(api)
         callers = [
@@ -56,9 +56,9 @@ def test_tenants_are_isolated(fresh_server: Server) -> None:
 
 
 def test_wrong_api_key_is_401_and_require_api_key_refuses_others(fresh_server: Server) -> None:
-    key = create_key(fresh_server.data, "ops")
     fresh_server.args = ["--require-api-key"]
     fresh_server.start()
+    key = create_key(fresh_server.data, "ops")
     with fresh_server.client() as api:
         body = {"resource": rid(), "holder": "w"}
         bad = api.post(
@@ -85,8 +85,8 @@ def test_rate_limit_answers_429_with_retry_after(fresh_server: Server) -> None:
 
 
 def test_secrets_never_reach_disk_or_logs(fresh_server: Server) -> None:
-    key = create_key(fresh_server.data, "acme")
     fresh_server.start()
+    key = create_key(fresh_server.data, "acme")
     secrets: list[str] = [key]
     with fresh_server.client() as api:
         ns = mint(api)

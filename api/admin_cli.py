@@ -1,0 +1,228 @@
+"""The operator's subcommands of `tenure`: apikey, keys, export, audit.
+
+Each works on an existing ledger or key folder and refuses, naming the folder, when there is
+none: a typo in ``--data`` must not create a fresh empty ledger beside the real one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from api.progress import Progress
+
+NO_LEDGER = "no ledger in {} (give the folder `tenure serve --data` uses)"
+
+
+def add_parsers(commands: Any) -> None:
+    """Add ``keys``, ``apikey``, ``export`` and ``audit`` to the ``tenure`` subcommands."""
+    keys = commands.add_parser("keys", help="show or rotate the signing key")
+    key_actions = keys.add_subparsers(dest="action", required=True)
+    for action, text in (("show", "print the active key"), ("rotate", "add a new signing key")):
+        sub = key_actions.add_parser(action, help=text)
+        sub.add_argument("--keys", type=Path, default=Path("keys"))
+    apikey = commands.add_parser("apikey", help="manage API keys")
+    actions = apikey.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", help="print a new API key once; store its hash")
+    create.add_argument("name", help="the tenant the key acts for")
+    listing = actions.add_parser("list", help="list API keys: name, created, digest prefix")
+    revoke = actions.add_parser(
+        "revoke", help="revoke every key of NAME (a running server refuses them within a second)"
+    )
+    revoke.add_argument("name", help="the key's name, as given to `create`")
+    for sub in (create, listing, revoke):
+        sub.add_argument("--data", type=Path, default=Path("data"), help="ledger folder")
+    _add_export(commands)
+    _add_audit(commands)
+
+
+def _add_export(commands: Any) -> None:
+    export = commands.add_parser("export", help="write the ledger as JSON Lines for `audit`")
+    export.add_argument("--data", type=Path, default=Path("data"), help="ledger folder")
+    export.add_argument("--out", type=Path, required=True, help="the export file to write")
+    export.add_argument(
+        "--keys",
+        type=Path,
+        default=Path("keys"),
+        help="key folder: signs a final checkpoint if the latest stored one is older",
+    )
+    export.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _add_audit(commands: Any) -> None:
+    audit = commands.add_parser(
+        "audit",
+        help="replay a ledger export: roots, signatures, lease invariants (DESIGN §6)",
+        epilog="Exit codes: 0 every entry proven by a checkpoint signed by a --trust key and no"
+        " violation; 1 violations found (an entry no trusted checkpoint covers, or no --trust"
+        " given, is one); 2 bad usage or unreadable input.",
+    )
+    audit.add_argument("file", type=Path, help="a `tenure export` file")
+    audit.add_argument(
+        "--trust",
+        action="append",
+        metavar="DID",
+        help="the log's did:key (GET /api/v1/keys); without one the audit cannot pass",
+    )
+    audit.add_argument("--json", action="store_true", help="print the report as JSON")
+    audit.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def refuse(message: str) -> int:
+    print(f"tenure: {message}", file=sys.stderr)
+    return 2
+
+
+def apikey_main(args: argparse.Namespace) -> int:
+    """``tenure apikey create|list|revoke``."""
+    from api.tenancy import create_api_key
+    from ledger.storage import open_storage, storage_exists
+
+    if not storage_exists(args.data):
+        return refuse(NO_LEDGER.format(args.data))
+    if args.action != "list" and not _valid_name(args.name):
+        return refuse("NAME must be 1..128 printable characters without '/'")
+    storage = open_storage(args.data)
+    try:
+        if args.action == "list":
+            return _list_keys(storage)
+        if args.action == "revoke":
+            return _revoke(storage, args.name)
+        key = create_api_key(storage, args.name)
+    finally:
+        storage.close()
+    print(key)
+    print(
+        f"API key for tenant {args.name!r}; shown once, stored only as its hash.", file=sys.stderr
+    )
+    return 0
+
+
+def _valid_name(name: str) -> bool:
+    return 1 <= len(name) <= 128 and name.isprintable() and "/" not in name
+
+
+def _list_keys(storage: Any) -> int:
+    from ledger.entries import iso
+
+    for record in storage.api_keys():
+        print(f"{record.name}\t{iso(record.created_at)}\tsha256:{record.digest.hex()[:12]}")
+    return 0
+
+
+def _revoke(storage: Any, name: str) -> int:
+    found = [record for record in storage.api_keys() if record.name == name]
+    revoked = sum(storage.revoke_api_key(record.digest) for record in found)
+    if not revoked:
+        print(f"tenure: no API key named {name!r}", file=sys.stderr)
+        return 1
+    print(f"revoked {revoked} API key(s) named {name!r}", file=sys.stderr)
+    return 0
+
+
+def keys_main(args: argparse.Namespace) -> int:
+    """``tenure keys show|rotate`` on an existing key folder."""
+    from ledger.keyring import create_signing_key, load_signing_keys
+
+    keys = load_signing_keys(args.keys) if args.keys.is_dir() else []
+    if not keys:
+        return refuse(f"no signing key in {args.keys} (`tenure serve --keys` creates the first)")
+    if args.action == "rotate":
+        now = time.time_ns() // 1_000_000
+        keys.append(create_signing_key(args.keys, max(now, keys[-1].created_at + 1)))
+        print(
+            "rotated: a running `tenure serve` on this folder signs with the new key within a"
+            " second (at once on SIGHUP); old receipts and checkpoints keep verifying",
+            file=sys.stderr,
+        )
+    active = keys[-1]
+    print(f"did: {active.did}")
+    print(f"publicKeyMultibase: {active.multikey}")
+    print(f"file: {active.path}")
+    print(f"keys in folder: {len(keys)}")
+    return 0
+
+
+def export_main(args: argparse.Namespace) -> int:
+    """``tenure export``: the whole ledger as JSON Lines, with a bar on a terminal."""
+    from ledger.export import export_ledger
+    from ledger.storage import open_storage, storage_exists
+
+    if not storage_exists(args.data):
+        return refuse(NO_LEDGER.format(args.data))
+    started = time.monotonic()
+    storage = open_storage(args.data)
+    try:
+        key = _log_key(storage, args.keys)
+        if key is None:
+            print(
+                f"tenure: warning: no signing key in {args.keys} (--keys): entries after the"
+                " latest stored checkpoint stay unproven, and `tenure audit` fails on them",
+                file=sys.stderr,
+            )
+        signer = None if key is None else (key, time.time_ns() // 1_000_000)
+        bar = Progress("exporting", storage.tree_size(), args.quiet)
+        with args.out.open("w", encoding="utf-8") as out:
+            count = export_ledger(storage, out, bar.update, signer=signer)
+        bar.close()
+    finally:
+        storage.close()
+    seconds = time.monotonic() - started
+    print(f"exported {count} entries to {args.out} in {seconds:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _log_key(storage: Any, keys_dir: Path) -> Any:
+    """The folder's key the log signs with now (its recorded key with no validUntil), or None.
+    The export signs its final checkpoint with it."""
+    from ledger.keyring import load_signing_keys
+
+    keys = load_signing_keys(keys_dir) if keys_dir.is_dir() else []
+    active = {key.did for key in storage.signing_keys() if key.valid_until is None}
+    return next((key for key in reversed(keys) if key.did in active), None)
+
+
+def audit_main(args: argparse.Namespace) -> int:
+    """``tenure audit``. Only the base install on this path: no FastAPI, no SQLite."""
+    import json
+
+    from verify.audit import audit, parse_lines
+    from verify.errors import MalformedInput
+
+    bar = Progress("auditing", 0, args.quiet)
+    try:
+        with args.file.open("rb") as lines:
+            report = audit(_sized(parse_lines(lines), bar), args.trust, bar.update)
+    except (OSError, MalformedInput) as e:
+        bar.close()
+        return refuse(f"{args.file}: {e}")
+    bar.close()
+    if args.json:
+        print(json.dumps(report.as_data(), indent=2))
+        return 0 if report.ok else 1
+    for line in [*report.violations, *(f"warning: {w}" for w in report.warnings)]:
+        print(line)
+    verdict = "OK" if report.ok else f"{len(report.violations)} violations"
+    print(
+        f"{report.entries} entries, {report.checkpoints_verified}/{report.checkpoints}"
+        f" checkpoints verified, {report.keys} keys: {verdict}"
+    )
+    if not report.trusted:
+        print(
+            "tenure: no trusted key: pass --trust did:key:… (from GET /api/v1/keys);"
+            " the export's own keys prove consistency, not origin",
+            file=sys.stderr,
+        )
+    return 0 if report.ok else 1
+
+
+def _sized(records: Any, bar: Progress) -> Any:
+    """Pass the records through, taking the bar's total from the header's treeSize."""
+    for record in records:
+        if bar.total == 0 and isinstance(record, dict):
+            size = record.get("treeSize")
+            bar.total = size if isinstance(size, int) and not isinstance(size, bool) else 0
+        yield record

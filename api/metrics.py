@@ -1,0 +1,150 @@
+"""`/metrics` in the Prometheus text format, and the HTTP edge's hooks that feed it.
+
+Labels stay bounded: a route is its template (``/api/v1/lease/{op}``, never a resource or scope
+name), a lease answer is its op and outcome. The state of the running service (tree size, age
+of the latest checkpoint, live leases, waiters) is read when scraped, not kept up to date on the
+request path. Counters and histograms are process-wide (``ledger/metrics.py`` explains the
+multiprocess mode for several workers); the state gauges are the answering process's.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ledger.runtime import Runtime
+
+# No `_created` series: a third fewer lines a scrape, and no dashboard needs them.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+LEASE_ANSWERS = Counter(
+    "tenure_lease_answers_total", "Lease operations answered, by op and outcome.", ["op", "outcome"]
+)
+REQUEST_SECONDS = Histogram(
+    "tenure_http_request_duration_seconds",
+    "Time to answer an HTTP request, by route template and method.",
+    ["route", "method"],
+)
+RATE_LIMITED = Counter(
+    "tenure_rate_limited_total", "Requests refused with 429 (rate limit), by route.", ["route"]
+)
+SERVER_ERRORS = Counter(
+    "tenure_http_server_errors_total",
+    "Answers with a 5xx status, by route and status.",
+    ["route", "status"],
+)
+
+
+def lease_answered(op: str, outcome: str) -> None:
+    """Count one lease answer (the HTTP edge calls this once per lease request)."""
+    LEASE_ANSWERS.labels(op, outcome).inc()
+
+
+class RequestMetrics:
+    """Pure ASGI middleware (no BaseHTTPMiddleware: it would break disconnect polling of
+    waits): times every HTTP request and counts 429s and 5xx by route template."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            _observe(scope, status, time.perf_counter() - started)
+
+
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def _observe(scope: Scope, status: int, seconds: float) -> None:
+    route = getattr(scope.get("route"), "path", "unmatched")  # a template, never a name
+    method = scope["method"] if scope["method"] in METHODS else "other"  # labels stay bounded
+    REQUEST_SECONDS.labels(route, method).observe(seconds)
+    if status == 429:
+        RATE_LIMITED.labels(route).inc()
+    elif status >= 500:
+        SERVER_ERRORS.labels(route, str(status)).inc()
+
+
+class StateCollector(Collector):
+    """Gauges read from the running service at scrape time."""
+
+    def __init__(self, core: Runtime, clock: Callable[[], int]) -> None:
+        self._core = core
+        self._clock = clock
+
+    def collect(self) -> Iterator[Metric]:
+        core, now = self._core, self._clock()
+        yield _gauge("tenure_ledger_tree_size", "Entries in the durable ledger.", core.log.size())
+        latest = core.storage.latest_checkpoint()
+        age = float("nan") if latest is None else max(0, now - latest.timestamp) / 1000
+        yield _gauge("tenure_checkpoint_age_seconds", "Age of the latest signed checkpoint.", age)
+        service = core.service
+        live = sum(
+            1
+            for res in service.resources.values()
+            for lease in res.leases
+            if lease.expires_at > now
+        )
+        yield _gauge("tenure_leases_live", "Leases held now (not expired).", live)
+        yield _gauge("tenure_waiters_queued", "Callers waiting for a lease now.", service.waiting())
+
+
+def _gauge(name: str, text: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, text, value=value)
+
+
+def _process_registry() -> CollectorRegistry:
+    if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        return REGISTRY
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    return registry
+
+
+def metrics_routes(app: FastAPI) -> None:
+    """``GET /metrics``; the app's lifespan sets ``app.state.metrics`` (a registry of state)."""
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics(request: Request) -> Response:
+        """Prometheus text exposition format 0.0.4."""
+        state: CollectorRegistry = request.app.state.metrics
+        body = generate_latest(_process_registry()) + generate_latest(state)
+        return Response(body, 200, media_type=CONTENT_TYPE_LATEST)
+
+
+def state_registry(core: Runtime, clock: Callable[[], int]) -> CollectorRegistry:
+    """A registry of the gauges of ``core``, for one app."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(StateCollector(core, clock))
+    return registry

@@ -1,0 +1,40 @@
+"""Process-wide Prometheus metrics of the ledger floor, and the one-line hooks that feed them.
+
+prometheus-client keeps its metrics per process. Under several worker processes set
+``PROMETHEUS_MULTIPROC_DIR`` (an empty folder, before the workers start): the counters and
+histograms here then live in memory-mapped files there and ``/metrics`` sums them over every
+worker (prometheus-client's multiprocess mode); see docs/operations.md.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import Counter, Histogram
+
+COMMIT_BATCH = Histogram(
+    "tenure_commit_batch_size",
+    "Units of work carried by one group commit (one durable storage transaction).",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+)
+COMMIT_SECONDS = Histogram(
+    "tenure_commit_duration_seconds",
+    "Time one group commit took, from BEGIN to a durable COMMIT.",
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+)
+COMMIT_FAILURES = Counter(
+    "tenure_commit_failures_total", "Group commits that failed (the outcome was unknown)."
+)
+
+
+def commit_started() -> float:
+    """A monotonic timestamp to hand to :func:`commit_done`."""
+    return time.perf_counter()
+
+
+def commit_done(batch: int, started: float, ok: bool = True) -> None:
+    """One group commit of ``batch`` units of work ended (``ok``: durably)."""
+    COMMIT_BATCH.observe(batch)
+    COMMIT_SECONDS.observe(time.perf_counter() - started)
+    if not ok:
+        COMMIT_FAILURES.inc()
