@@ -139,6 +139,17 @@ def etcd(scratch: Path) -> Iterator[str]:
 @contextlib.contextmanager
 def tenure(scratch: Path, extra: list[str]) -> Iterator[tuple[str, str]]:
     data, keys = scratch / "tenure-data", scratch / "tenure-keys"
+    port = free_port()
+    cmd = [sys.executable, "-m", "api", "serve", "--port", str(port), "--data", str(data)]
+    cmd += ["--keys", str(keys), "--rate-limit", "1000000", "--log-level", "warning", *extra]
+    with _running(cmd, scratch / "tenure.log") as process:
+        url = f"http://127.0.0.1:{port}"
+        wait_http(url + "/healthz", process)
+        yield url, _api_key(data)
+
+
+def _api_key(data: Path) -> str:
+    """A key for the bench's tenant (``apikey create`` needs the ledger the server made)."""
     made = subprocess.run(
         [sys.executable, "-m", "api", "apikey", "create", "bench", "--data", str(data)],
         cwd=ROOT,
@@ -149,13 +160,7 @@ def tenure(scratch: Path, extra: list[str]) -> Iterator[tuple[str, str]]:
     key = next((word for word in made.stdout.split() if word.startswith("tnr_")), "")
     if not key:
         raise SystemExit(f"tenure apikey create printed no key: {made.stdout}{made.stderr}")
-    port = free_port()
-    cmd = [sys.executable, "-m", "api", "serve", "--port", str(port), "--data", str(data)]
-    cmd += ["--keys", str(keys), "--rate-limit", "1000000", "--log-level", "warning", *extra]
-    with _running(cmd, scratch / "tenure.log") as process:
-        url = f"http://127.0.0.1:{port}"
-        wait_http(url + "/healthz", process)
-        yield url, key
+    return key
 
 
 @contextlib.contextmanager

@@ -66,10 +66,10 @@ def test_a_namespace_header_is_the_tenant(server: Server) -> None:
 
 
 def test_refused_without_an_api_key_and_tenants_kept_apart(fresh_server: Server) -> None:
+    fresh_server.args = ["--require-api-key"]
+    fresh_server.start()  # `apikey create` needs an existing ledger; the server sees new keys
     key_a = create_key(fresh_server.data, "team-a")
     key_b = create_key(fresh_server.data, "team-b")
-    fresh_server.args = ["--require-api-key"]
-    fresh_server.start()
     _refused_at_the_door(fresh_server.url, key_a)
     taken: dict[str, Any] = {}
 
