@@ -39,7 +39,7 @@ def _call(body: LeaseBody, op: str, tenant: str, limits: Limits) -> LeaseCall:
         tenant=tenant,
         resource=body.resource,
         holder=body.holder,
-        ttl_seconds=body.ttl_seconds or 30,
+        ttl_seconds=30 if body.ttl_seconds is None else body.ttl_seconds,
         owner_token=body.owner_token,
         fencing_token=body.fencing_token,
         capacity=body.capacity,
@@ -57,6 +57,8 @@ def _call(body: LeaseBody, op: str, tenant: str, limits: Limits) -> LeaseCall:
     if tenant == ANONYMOUS and not high_entropy(body.resource):
         message = f"in the anonymous tenant a resource {RULE}"
         raise InputError("low_entropy", message, "resource")
+    if tenant == ANONYMOUS and body.scope is not None and not high_entropy(body.scope):
+        raise InputError("low_entropy", f"in the anonymous tenant a scope {RULE}", "scope")
     return call
 
 
@@ -66,7 +68,8 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
         limit = settings.body_max_bytes
     suite = suite_of(request)  # refuse a bad Accept-Provenance before doing anything
     raw_body = await read_body(request, limit)
-    body = parse(LeaseBody, raw_body)
+    service = runtime_of(request).service
+    body = parse(LeaseBody, raw_body, {"ttlSeconds": (1, service.limits.ttl_max_seconds)})
     op = path_op or body.op
     if op is None:
         raise InputError("missing", "op is required in the body or the path", "op")
@@ -74,7 +77,6 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
         raise InputError("invalid_value", f"op {body.op!r} contradicts the path", "op")
     if op != Op.COMPLETE and len(raw_body) > settings.body_max_bytes:
         raise InputError("too_large", f"body exceeds {settings.body_max_bytes} bytes", status=413)
-    service = runtime_of(request).service
     tenant = caller_tenant(request, body.namespace, body.tenant_id)
     call = _call(body, op, tenant, service.limits)
     if op == Op.WAIT or call.wait_seconds is not None:
