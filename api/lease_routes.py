@@ -77,7 +77,8 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
         raise InputError("invalid_value", f"op {body.op!r} contradicts the path", "op")
     if op != Op.COMPLETE and len(raw_body) > settings.body_max_bytes:
         raise InputError("too_large", f"body exceeds {settings.body_max_bytes} bytes", status=413)
-    tenant = caller_tenant(request, body.namespace, body.tenant_id)
+    cleanup = op in (Op.RENEW, Op.RELEASE)  # its own allowance: a throttled tenant can clean up
+    tenant = caller_tenant(request, body.namespace, body.tenant_id, cleanup)
     call = _call(body, op, tenant, service.limits)
     if op == Op.WAIT or call.wait_seconds is not None:
         answer = await _unless_disconnected(request, service.lease(call))

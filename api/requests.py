@@ -32,22 +32,30 @@ def runtime_of(request: Request) -> Runtime:
     return runtime
 
 
-def caller_tenant(request: Request, namespace: str | None, sub: str | None) -> str:
+CLEANUP = "#cleanup"
+"""Suffix of the buckets of renew and release, so a throttled tenant can always clean up."""
+
+
+def caller_tenant(
+    request: Request, namespace: str | None, sub: str | None, cleanup: bool = False
+) -> str:
     """The caller's tenant, rate-limited per tenant, and per client address as well for the
-    tenants anyone can enter (the anonymous one, and namespaces, which are free to mint)."""
+    tenants anyone can enter (the anonymous one, and namespaces, which are free to mint).
+    ``cleanup`` calls (renew, release) draw on an allowance of their own (issue 14)."""
     runtime = runtime_of(request)
     namespace = namespace or request.headers.get("tenure-namespace")
     tenant = runtime.tenancy.resolve(request.headers.get("authorization"), namespace, sub)
-    _limit(runtime, tenant, "tenant")
+    suffix = CLEANUP if cleanup else ""
+    _limit(runtime, tenant + suffix, "tenant")
     if not tenant.startswith("key/"):
-        limit_client(request)
+        limit_client(request, suffix)
     return tenant
 
 
-def limit_client(request: Request) -> None:
+def limit_client(request: Request, suffix: str = "") -> None:
     """Rate-limit by client address: for endpoints without a tenant (verify, log, namespaces)."""
     host = request.client.host if request.client is not None else "unknown"
-    _limit(runtime_of(request), "addr/" + host, "client address")
+    _limit(runtime_of(request), "addr/" + host + suffix, "client address")
 
 
 def _limit(runtime: Runtime, bucket: str, who: str) -> None:

@@ -13,9 +13,11 @@ from api.settings import Settings
 from api.tenancy import ANONYMOUS
 
 
-def _scope_tenant(request: Request, scope: str, body: ScopeBody | None) -> str:
+def _scope_tenant(
+    request: Request, scope: str, body: ScopeBody | None, cleanup: bool = False
+) -> str:
     namespace = body.namespace if body else None
-    tenant = caller_tenant(request, namespace, body.tenant_id if body else None)
+    tenant = caller_tenant(request, namespace, body.tenant_id if body else None, cleanup)
     if len(scope) > 128 or not scope.isprintable():
         raise InputError("out_of_range", "scope must be 1..128 printable characters", "scope")
     if tenant == ANONYMOUS and not high_entropy(scope):
@@ -39,7 +41,7 @@ def scope_routes(app: FastAPI, settings: Settings) -> None:
     async def scope_release(request: Request, scope: str) -> Response:
         """Release every lease the caller holds in this scope."""
         body = parse(ScopeBody, await read_body(request, settings.body_max_bytes))
-        tenant = _scope_tenant(request, scope, body)
+        tenant = _scope_tenant(request, scope, body, cleanup=True)
         service = runtime_of(request).service
         released = await service.release_scope(tenant, scope)
         data = {"status": "pass", "outcome": "RELEASED", "scope": scope, "releasedIds": released}

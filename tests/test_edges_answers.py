@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.conftest import lease, rid
+from tests.conftest import Server, lease, rid
 
 
 def test_a_wrong_owner_token_on_a_live_lease_says_it_does_not_match(api: httpx.Client) -> None:
@@ -56,3 +56,16 @@ def test_log_entries_default_and_clamp_end(api: httpx.Client) -> None:
     assert clamped.status_code == 200, clamped.text
     assert [e["index"] for e in clamped.json()["entries"]] == [size - 1]
     assert api.get("/api/v1/log/entries", params={"start": 1, "end": 1}).status_code == 400
+
+
+def test_a_throttled_tenant_can_still_renew_and_release(fresh_server: Server) -> None:
+    fresh_server.args = ["--rate-limit", "1"]
+    fresh_server.start()
+    with fresh_server.client() as api:
+        r = rid()
+        token = lease(api, "acquire", resource=r, holder="w").json()["data"]["ownerToken"]
+        codes = [lease(api, "get", resource=r).status_code for _ in range(5)]
+        assert 429 in codes
+        assert lease(api, "acquire", resource=rid(), holder="w").status_code == 429
+        assert lease(api, "renew", resource=r, ownerToken=token).status_code == 200
+        assert lease(api, "release", resource=r, ownerToken=token).status_code == 200
