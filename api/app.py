@@ -19,8 +19,17 @@ from api.bundle_routes import bundle_routes
 from api.explorer_routes import explorer_routes
 from api.lease_routes import ClientGone, lease_routes
 from api.log_routes import log_routes
+from api.openapi import install_openapi
 from api.requests import RetryAfter, Runtime, limit_client, parse_json, read_body
-from api.responses import JSON, dumps, error_response, raw, respond, unknown_response
+from api.responses import (
+    JSON,
+    dumps,
+    error_response,
+    raw,
+    respond,
+    suite_of,
+    unknown_response,
+)
 from api.schemas import InputError
 from api.scope_routes import scope_routes
 from api.settings import Settings
@@ -99,6 +108,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     log_routes(app)
     bundle_routes(app)
     explorer_routes(app)
+    install_openapi(app, settings)
     return app
 
 
@@ -110,7 +120,7 @@ def _handlers(app: FastAPI) -> None:
         headers = None
         if isinstance(error.__cause__, RetryAfter):
             headers = {"Retry-After": str(max(1, ceil(error.__cause__.seconds)))}
-        return error_response(request, error, headers)
+        return _answer(request, error, headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_query(request: Request, error: RequestValidationError) -> Response:
@@ -144,7 +154,7 @@ def _handlers(app: FastAPI) -> None:
         return unknown_response(request, f"storage unavailable: {error}")
 
 
-ENVELOPED = ("/api/v1/lease", "/api/v1/namespaces", "/api/v1/scopes")
+ENVELOPED = ("/api/v1/lease", "/api/v1/namespaces", "/api/v1/scopes", "/api/v1/verify-provenance")
 """Paths whose every answer, refusals included, is ``{data, _provenance}`` (DESIGN §3.3)."""
 
 
@@ -178,6 +188,7 @@ def _routes(app: FastAPI, settings: Settings) -> None:
     @app.post("/api/v1/verify-provenance")
     async def verify_provenance(request: Request) -> Response:
         """Verify a saved response, a credential or a bundle; free and without side effects."""
+        suite_of(request)
         limit_client(request)
         document = parse_json(await read_body(request, settings.verify_body_max_bytes))
         log: LogReader = request.app.state.log

@@ -11,7 +11,7 @@ from fastapi.responses import Response
 
 from api.names import RULE, high_entropy
 from api.requests import caller_tenant, limit_client, parse, read_body, runtime_of
-from api.responses import JSON, respond, suite_of
+from api.responses import respond, suite_of
 from api.schemas import OPS, InputError, LeaseBody, NamespaceBody
 from api.settings import Settings
 from api.tenancy import ANONYMOUS, mint_namespace
@@ -112,14 +112,12 @@ class ClientGone(Exception):
 
 
 def lease_routes(app: FastAPI, settings: Settings) -> None:
-    lease_doc = {"requestBody": {"content": {JSON: {"schema": LeaseBody.model_json_schema()}}}}
-
-    @app.post("/api/v1/lease", openapi_extra=lease_doc)
+    @app.post("/api/v1/lease")
     async def lease(request: Request) -> Response:
         """Run a lease operation named by the body's `op`."""
         return await _lease(request, settings, None)
 
-    @app.post("/api/v1/lease/{op}", openapi_extra=lease_doc)
+    @app.post("/api/v1/lease/{op}")
     async def lease_op(request: Request, op: str) -> Response:
         """Run the lease operation named in the path."""
         if op not in OPS:
@@ -129,6 +127,7 @@ def lease_routes(app: FastAPI, settings: Settings) -> None:
     @app.post("/api/v1/namespaces", status_code=201)
     async def namespaces(request: Request) -> Response:
         """Mint a namespace: a 256-bit secret whose hash names a fresh tenant."""
+        suite_of(request)
         limit_client(request)
         parse(NamespaceBody, await read_body(request, settings.body_max_bytes))
         data = {"status": "pass", "namespace": mint_namespace(), "entropyBits": 256}

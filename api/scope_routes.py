@@ -7,7 +7,7 @@ from fastapi.responses import Response
 
 from api.names import RULE, high_entropy
 from api.requests import caller_tenant, parse, read_body, runtime_of
-from api.responses import respond
+from api.responses import respond, suite_of
 from api.schemas import InputError, ScopeBody
 from api.settings import Settings
 from api.tenancy import ANONYMOUS
@@ -16,6 +16,7 @@ from api.tenancy import ANONYMOUS
 def _scope_tenant(
     request: Request, scope: str, body: ScopeBody | None, cleanup: bool = False
 ) -> str:
+    suite_of(request)  # refuse a bad Accept-Provenance before anything else
     namespace = body.namespace if body else None
     tenant = caller_tenant(request, namespace, body.tenant_id if body else None, cleanup)
     if len(scope) > 128 or not scope.isprintable():

@@ -64,3 +64,21 @@ def test_query_parameter_errors_are_one_400_naming_the_parameter(
     assert error["field"] == field
     if message is not None:
         assert error["message"] == message
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("GET", "/api/v1/scopes/s", None),
+        ("POST", "/api/v1/scopes/s/release", {}),
+        ("POST", "/api/v1/scopes/s/heartbeat", {"deadSeconds": 0}),
+        ("POST", "/api/v1/namespaces", {}),
+        ("POST", "/api/v1/verify-provenance", {}),
+    ],
+)
+def test_a_bad_accept_provenance_is_refused_everywhere_it_is_declared(
+    api: httpx.Client, method: str, path: str, body: object
+) -> None:
+    headers = {"Accept-Provenance": "eddsa-nothing"}
+    response = api.request(method, path, json=body, headers=headers)
+    assert signed_refusal(response, 422, "invalid_value")["field"] == "Accept-Provenance"
