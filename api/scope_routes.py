@@ -6,6 +6,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from api.names import RULE, high_entropy
+from api.refusals import NAME_LENGTH, length_rule
 from api.requests import caller_tenant, parse, read_body, runtime_of
 from api.responses import respond, suite_of
 from api.schemas import InputError, ScopeBody
@@ -19,8 +20,11 @@ def _scope_tenant(
     suite_of(request)  # refuse a bad Accept-Provenance before anything else
     namespace = body.namespace if body else None
     tenant = caller_tenant(request, namespace, body.tenant_id if body else None, cleanup)
-    if len(scope) > 128 or not scope.isprintable():
-        raise InputError("out_of_range", "scope must be 1..128 printable characters", "scope")
+    if len(scope) > NAME_LENGTH[1]:
+        raise InputError("out_of_range", length_rule("scope", *NAME_LENGTH), "scope")
+    if not scope.isprintable():
+        message = "scope must contain only printable characters"
+        raise InputError("invalid_value", message, "scope")
     if tenant == ANONYMOUS and not high_entropy(scope):
         message = f"in the anonymous tenant a scope {RULE}"
         raise InputError("low_entropy", message, "scope")

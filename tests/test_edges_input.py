@@ -118,3 +118,12 @@ def test_the_anonymous_tenant_refuses_a_guessable_scope_on_acquire(api: httpx.Cl
     assert ledger_size(api) == before
     good = lease(api, "acquire", resource=rid(), holder="h", scope=rid("scope"))
     assert good.status_code == 201
+
+
+def test_the_anonymous_name_rule_states_its_length_and_holds_it(api: httpx.Client) -> None:
+    long_name = "x" * 170 + rid()  # 206 characters, random enough, too long
+    error = refusal(lease(api, "acquire", resource=long_name, holder="h"))
+    assert error["code"] == "low_entropy" and "at most 200 characters" in error["message"]
+    assert "distinct characters" in error["message"]
+    scope = refusal(api.get("/api/v1/scopes/" + "s" * 129))
+    assert scope["message"] == "scope must be a string of 1..128 characters"
