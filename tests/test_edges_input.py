@@ -6,7 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.conftest import lease, ledger_size, rid
+from api.client import Client
+from tests.conftest import Server, lease, ledger_size, rid
 
 
 def refusal(response: httpx.Response, status: int = 422) -> dict[str, str]:
@@ -127,3 +128,11 @@ def test_the_anonymous_name_rule_states_its_length_and_holds_it(api: httpx.Clien
     assert "distinct characters" in error["message"]
     scope = refusal(api.get("/api/v1/scopes/" + "s" * 129))
     assert scope["message"] == "scope must be a string of 1..128 characters"
+
+
+def test_the_python_client_sends_a_null_result(server: Server) -> None:
+    client = Client(server.url)
+    r = rid()
+    granted = client.acquire(r, holder="h")
+    done = client.complete(r, granted.owner_token, None)
+    assert done.data["outcome"] == "COMPLETED"
