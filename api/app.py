@@ -24,8 +24,17 @@ from api.lease_routes import ClientGone, lease_routes
 from api.log_routes import log_routes
 from api.mcp_mount import mount_mcp
 from api.metrics import RequestMetrics, metrics_routes, state_registry
+from api.openapi import install_openapi
 from api.requests import RetryAfter, Runtime, limit_client, parse_json, read_body
-from api.responses import error_response, raw, respond, unknown_response
+from api.responses import (
+    JSON,
+    dumps,
+    error_response,
+    raw,
+    respond,
+    suite_of,
+    unknown_response,
+)
 from api.schemas import InputError
 from api.scope_routes import scope_routes
 from api.settings import Settings
@@ -113,6 +122,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     mcp_sessions = mount_mcp(app, settings)
     metrics_routes(app)
     docs_routes(app)
+    install_openapi(app, settings)
     return app
 
 
@@ -136,16 +146,11 @@ def _handlers(app: FastAPI) -> None:
         headers = None
         if isinstance(error.__cause__, RetryAfter):
             headers = {"Retry-After": str(max(1, ceil(error.__cause__.seconds)))}
-        return error_response(request, error, headers)
+        return _answer(request, error, headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_query(request: Request, error: RequestValidationError) -> Response:
-        first = error.errors()[0]
-        field = str(first["loc"][-1]) if first.get("loc") else None
-        refusal = InputError("invalid_value", f"{field}: {first['msg']}", field)
-        if request.url.path.startswith("/api/v1/log/"):
-            return raw({"data": {"status": "fail", "error": refusal.as_data()}}, 422)
-        return error_response(request, refusal)
+        return _answer(request, query_refusal(error.errors()[0]))
 
     @app.exception_handler(ClientGone)
     async def gone(request: Request, error: ClientGone) -> Response:
@@ -154,8 +159,11 @@ def _handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> Response:
         code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
-        refusal = InputError(code, str(error.detail), status=error.status_code)
-        return raw({"data": {"status": "fail", "error": refusal.as_data()}}, error.status_code)
+        message = {404: "no such endpoint", 405: f"{request.method} is not allowed here"}
+        text = message.get(error.status_code, str(error.detail))
+        refusal = InputError(code, text, status=error.status_code)
+        headers = getattr(error, "headers", None)
+        return _answer(request, refusal, dict(headers) if headers else None)
 
     @app.exception_handler(Exception)
     async def crashed(request: Request, error: Exception) -> Response:
@@ -172,12 +180,41 @@ def _handlers(app: FastAPI) -> None:
         return unknown_response(request, f"storage unavailable: {error}")
 
 
+ENVELOPED = ("/api/v1/lease", "/api/v1/namespaces", "/api/v1/scopes", "/api/v1/verify-provenance")
+"""Paths whose every answer, refusals included, is ``{data, _provenance}`` (DESIGN §3.3)."""
+
+
+def _answer(
+    request: Request, refusal: InputError, headers: dict[str, str] | None = None
+) -> Response:
+    """A refusal raised outside a route: signed on the enveloped paths, plain JSON elsewhere."""
+    if request.url.path.startswith(ENVELOPED):
+        return error_response(request, refusal, headers)
+    data = {"status": "fail", "error": refusal.as_data()}
+    return Response(dumps({"data": data}), refusal.status, headers, media_type=JSON)
+
+
+def query_refusal(problem: Any) -> InputError:
+    """A query or path parameter refused by FastAPI, as a 400 in tenure's words."""
+    loc = [str(part) for part in problem.get("loc", ())]
+    field = loc[-1] if loc else "query"
+    kind = str(problem.get("type", ""))
+    if kind == "missing":
+        return InputError("missing", f"{field} is required", field, status=400)
+    ctx = problem.get("ctx") or {}
+    if "ge" in ctx:
+        rule = f"{field} must be an integer ≥ {ctx['ge']}"
+        return InputError("out_of_range", rule, field, status=400)
+    return InputError("wrong_type", f"{field} must be an integer", field, status=400)
+
+
 def _routes(app: FastAPI, settings: Settings) -> None:
     verifier = BoundedVerifier(settings.verify_concurrency, settings.verify_budget_seconds)
 
     @app.post("/api/v1/verify-provenance")
     async def verify_provenance(request: Request) -> Response:
         """Verify a saved response, a credential or a bundle; free and without side effects."""
+        suite_of(request)
         limit_client(request)
         document = parse_json(await read_body(request, settings.verify_body_max_bytes))
         log: LogReader = request.app.state.log

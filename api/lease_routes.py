@@ -12,7 +12,7 @@ from fastapi.responses import Response
 from api.metrics import lease_answered
 from api.names import RULE, high_entropy
 from api.requests import caller_tenant, limit_client, parse, read_body, runtime_of
-from api.responses import JSON, respond, suite_of
+from api.responses import respond, suite_of
 from api.schemas import OPS, InputError, LeaseBody, NamespaceBody
 from api.settings import Settings
 from api.tenancy import ANONYMOUS, mint_namespace
@@ -40,7 +40,7 @@ def _call(body: LeaseBody, op: str, tenant: str, limits: Limits) -> LeaseCall:
         tenant=tenant,
         resource=body.resource,
         holder=body.holder,
-        ttl_seconds=body.ttl_seconds or 30,
+        ttl_seconds=30 if body.ttl_seconds is None else body.ttl_seconds,
         owner_token=body.owner_token,
         fencing_token=body.fencing_token,
         capacity=body.capacity,
@@ -58,6 +58,8 @@ def _call(body: LeaseBody, op: str, tenant: str, limits: Limits) -> LeaseCall:
     if tenant == ANONYMOUS and not high_entropy(body.resource):
         message = f"in the anonymous tenant a resource {RULE}"
         raise InputError("low_entropy", message, "resource")
+    if tenant == ANONYMOUS and body.scope is not None and not high_entropy(body.scope):
+        raise InputError("low_entropy", f"in the anonymous tenant a scope {RULE}", "scope")
     return call
 
 
@@ -67,7 +69,8 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
         limit = settings.body_max_bytes
     suite = suite_of(request)  # refuse a bad Accept-Provenance before doing anything
     raw_body = await read_body(request, limit)
-    body = parse(LeaseBody, raw_body)
+    service = runtime_of(request).service
+    body = parse(LeaseBody, raw_body, {"ttlSeconds": (1, service.limits.ttl_max_seconds)})
     op = path_op or body.op
     if op is None:
         raise InputError("missing", "op is required in the body or the path", "op")
@@ -75,8 +78,8 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
         raise InputError("invalid_value", f"op {body.op!r} contradicts the path", "op")
     if op != Op.COMPLETE and len(raw_body) > settings.body_max_bytes:
         raise InputError("too_large", f"body exceeds {settings.body_max_bytes} bytes", status=413)
-    service = runtime_of(request).service
-    tenant = caller_tenant(request, body.namespace, body.tenant_id)
+    cleanup = op in (Op.RENEW, Op.RELEASE)  # its own allowance: a throttled tenant can clean up
+    tenant = caller_tenant(request, body.namespace, body.tenant_id, cleanup)
     call = _call(body, op, tenant, service.limits)
     if op == Op.WAIT or call.wait_seconds is not None:
         answer = await _unless_disconnected(request, service.lease(call))
@@ -111,14 +114,12 @@ class ClientGone(Exception):
 
 
 def lease_routes(app: FastAPI, settings: Settings) -> None:
-    lease_doc = {"requestBody": {"content": {JSON: {"schema": LeaseBody.model_json_schema()}}}}
-
-    @app.post("/api/v1/lease", openapi_extra=lease_doc)
+    @app.post("/api/v1/lease")
     async def lease(request: Request) -> Response:
         """Run a lease operation named by the body's `op`."""
         return await _lease(request, settings, None)
 
-    @app.post("/api/v1/lease/{op}", openapi_extra=lease_doc)
+    @app.post("/api/v1/lease/{op}")
     async def lease_op(request: Request, op: str) -> Response:
         """Run the lease operation named in the path."""
         if op not in OPS:
@@ -128,6 +129,7 @@ def lease_routes(app: FastAPI, settings: Settings) -> None:
     @app.post("/api/v1/namespaces", status_code=201)
     async def namespaces(request: Request) -> Response:
         """Mint a namespace: a 256-bit secret whose hash names a fresh tenant."""
+        suite_of(request)
         limit_client(request)
         parse(NamespaceBody, await read_body(request, settings.body_max_bytes))
         data = {"status": "pass", "namespace": mint_namespace(), "entropyBits": 256}

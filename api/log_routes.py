@@ -54,8 +54,11 @@ def log_routes(app: FastAPI) -> None:
             raise out_of_range(error) from error
 
     @app.get("/api/v1/log/entries", dependencies=LIMITED)
-    async def entries(request: Request, start: NonNegative, end: NonNegative) -> Response:
-        """Entries [start, end) as exact leaf bytes (base64) and parsed JSON; at most 1000."""
+    async def entries(
+        request: Request, start: NonNegative = 0, end: NonNegative | None = None
+    ) -> Response:
+        """Entries [start, end) as exact leaf bytes (base64) and parsed JSON: at most 1000, `end`
+        clamped to the tree size (default `start` + 1000)."""
         try:
             found = _log(request).entries(start, end)
         except OutOfRange as error:

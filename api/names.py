@@ -3,6 +3,7 @@
 In the anonymous tenant a resource or scope name is a capability: whoever knows it can take or
 release it. So it must carry at least 128 bits, judged conservatively from its shape alone:
 
+0. It is at most 200 characters long (DESIGN §3.1), in every tenant-facing place alike.
 1. Its *random part* is its longest suffix of hex digits of one case if that is ≥ 32 characters
    (4 bits each), otherwise its longest suffix of base64url characters (`A-Z a-z 0-9 - _`) if
    that is ≥ 22 characters (6 bits each); anything before it is a free prefix worth nothing.
@@ -23,8 +24,10 @@ from base64 import urlsafe_b64decode, urlsafe_b64encode
 
 HEX_MIN, BASE64URL_MIN = 32, 22
 REPEAT, SEQUENCE = 10, 8
+MAX_LENGTH = 200
 RULE = (
-    "must carry ≥ 128 random bits: end in ≥ 32 hex digits of one case or ≥ 22 base64url"
+    f"must be at most {MAX_LENGTH} characters and carry ≥ 128 random bits: end in ≥ 32 hex"
+    " digits of one case or ≥ 22 base64url"
     " characters (after an optional prefix), with ≥ 8 distinct characters (hex) or ≥ 10 and both"
     " letter cases (base64url), no 10-character substring repeated and no run of 8 consecutive"
     " characters ascending or descending"
@@ -47,6 +50,8 @@ def random_part(name: str) -> tuple[str, bool] | None:
 
 def high_entropy(name: str) -> bool:
     """Whether `name` passes the anonymous-name rule above (`RULE`)."""
+    if len(name) > MAX_LENGTH:
+        return False
     found = random_part(name)
     if found is None:
         return False

@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from api.schemas import InputError, input_error
+from api.refusals import InputError, Ranges, not_json
+from api.schemas import input_error
 from api.tenancy import RateLimiter, Tenancy
 from ledger.service import LeaseService
 
@@ -31,22 +32,30 @@ def runtime_of(request: Request) -> Runtime:
     return runtime
 
 
-def caller_tenant(request: Request, namespace: str | None, sub: str | None) -> str:
+CLEANUP = "#cleanup"
+"""Suffix of the buckets of renew and release, so a throttled tenant can always clean up."""
+
+
+def caller_tenant(
+    request: Request, namespace: str | None, sub: str | None, cleanup: bool = False
+) -> str:
     """The caller's tenant, rate-limited per tenant, and per client address as well for the
-    tenants anyone can enter (the anonymous one, and namespaces, which are free to mint)."""
+    tenants anyone can enter (the anonymous one, and namespaces, which are free to mint).
+    ``cleanup`` calls (renew, release) draw on an allowance of their own (issue 14)."""
     runtime = runtime_of(request)
     namespace = namespace or request.headers.get("tenure-namespace")
     tenant = runtime.tenancy.resolve(request.headers.get("authorization"), namespace, sub)
-    _limit(runtime, tenant, "tenant")
+    suffix = CLEANUP if cleanup else ""
+    _limit(runtime, tenant + suffix, "tenant")
     if not tenant.startswith("key/"):
-        limit_client(request)
+        limit_client(request, suffix)
     return tenant
 
 
-def limit_client(request: Request) -> None:
+def limit_client(request: Request, suffix: str = "") -> None:
     """Rate-limit by client address: for endpoints without a tenant (verify, log, namespaces)."""
     host = request.client.host if request.client is not None else "unknown"
-    _limit(runtime_of(request), "addr/" + host, "client address")
+    _limit(runtime_of(request), "addr/" + host + suffix, "client address")
 
 
 def _limit(runtime: Runtime, bucket: str, who: str) -> None:
@@ -65,7 +74,9 @@ class RetryAfter(Exception):
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """Refuse a body over `limit` with 413 before reading (or parsing) the rest of it."""
+    """Refuse a body that is not JSON by its Content-Type (415), or over `limit` (413), before
+    reading (or parsing) the rest of it."""
+    check_content_type(request.headers.get("content-type"))
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise InputError("too_large", f"body exceeds {limit} bytes", status=413)
@@ -79,6 +90,23 @@ async def read_body(request: Request, limit: int) -> bytes:
     request.state.body = body
     check_depth(body)
     return body
+
+
+def check_content_type(declared: str | None) -> None:
+    """A body is JSON: ``application/json`` or a ``+json`` type; no Content-Type is taken as
+    JSON, anything else is 415 (curl's ``-d`` sends a form type: use ``--json``)."""
+    if declared is None:
+        return
+    media = declared.partition(";")[0].strip().lower()
+    if media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    ):
+        return
+    message = (
+        f"Content-Type must be application/json, not {media or 'empty'!r}"
+        " (with curl, send the body with --json)"
+    )
+    raise InputError("unsupported_media_type", message, "Content-Type", status=415)
 
 
 MAX_DEPTH = 32
@@ -100,15 +128,57 @@ def check_depth(body: bytes) -> None:
 M = TypeVar("M", bound=BaseModel)
 
 
-def parse(model: type[M], body: bytes) -> M:
+def parse(model: type[M], body: bytes, ranges: Ranges | None = None) -> M:
+    """The body as ``model``, strictly: I-JSON (no duplicate keys), then the schema's rules."""
+    refuse_duplicate_keys(body)
     try:
         return model.model_validate_json(body or b"{}")
     except ValidationError as error:
-        raise input_error(error) from error
+        raise input_error(error, ranges) from error
 
 
 def parse_json(body: bytes) -> Any:
+    """Any JSON document (verify-provenance), refusing duplicate keys."""
     try:
-        return json.loads(body)
+        return json.loads(body, object_pairs_hook=_unique)
+    except DuplicateKey as error:
+        raise _duplicate(error) from error
     except ValueError as error:
-        raise InputError("malformed_json", f"body is not JSON: {error}") from error
+        raise not_json(str(error)) from error
+
+
+class DuplicateKey(ValueError):
+    """A JSON object names a member twice (RFC 7493 §2.3 forbids it)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return found
+
+
+def _duplicate(error: DuplicateKey) -> InputError:
+    message = f"duplicate key {error.key!r} in a JSON object (I-JSON, RFC 7493 §2.3)"
+    return InputError("duplicate_key", message, error.key)
+
+
+def refuse_duplicate_keys(body: bytes) -> None:
+    """Refuse a body whose objects repeat a key; a body that is not JSON is left to the parser
+    that reports it."""
+    if b'"' not in body:
+        return
+    try:
+        json.loads(body, object_pairs_hook=_unique)
+    except DuplicateKey as error:
+        raise _duplicate(error) from error
+    except (ValueError, RecursionError):
+        return

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from api.refusals import MAX_SAFE_INTEGER, InputError, Ranges, refusal_of
 from ledger.ops import Op
 
 OPS = tuple(Op)
@@ -28,7 +29,8 @@ def _printable(value: str | None) -> str | None:
 
 
 Name128 = Annotated[str, Field(min_length=1, max_length=128)]
-MAX_SAFE_INTEGER = 2**53 - 1  # I-JSON (RFC 7493 §2.2): one integer rule for every field
+TTL_CEILING = 86400
+"""The highest ``--ttl-max`` an operator may set (DESIGN §3.2)."""
 Count = Annotated[int, Field(ge=1, le=MAX_SAFE_INTEGER)]
 
 
@@ -40,7 +42,9 @@ class LeaseBody(BaseModel):
     op: OpName | None = None
     resource: Annotated[str, Field(min_length=1, max_length=256)]
     holder: Name128 | None = _alias("holder", "agent_id", "agentId", "actorDid", "actor_did")
-    ttl_seconds: Count | None = _alias("ttlSeconds", "ttl_seconds")
+    ttl_seconds: Annotated[int, Field(ge=1, le=TTL_CEILING)] | None = _alias(
+        "ttlSeconds", "ttl_seconds"
+    )
     owner_token: Annotated[str, Field(min_length=1, max_length=256)] | None = _alias(
         "ownerToken", "owner_token"
     )
@@ -84,56 +88,10 @@ class NamespaceBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-_CODES = {
-    "missing": "missing",
-    "extra_forbidden": "unknown_field",
-    "literal_error": "invalid_value",
-    "greater_than_equal": "out_of_range",
-    "less_than_equal": "out_of_range",
-    "string_too_short": "out_of_range",
-    "string_too_long": "out_of_range",
-    "value_error": "invalid_value",
-    "json_invalid": "malformed_json",
-    "model_type": "wrong_type",
-}
-
-_CAMEL = {
-    "ttl_seconds": "ttlSeconds",
-    "owner_token": "ownerToken",
-    "fencing_token": "fencingToken",
-    "wait_seconds": "waitSeconds",
-    "request_id": "requestId",
-    "tenant_id": "tenantId",
-    "dead_seconds": "deadSeconds",
-}
+def input_error(error: ValidationError, ranges: Ranges | None = None) -> InputError:
+    """The first problem pydantic found, as one refusal in tenure's words naming the field
+    (api/refusals.py); ``ranges`` overrides a field's range where the operator sets it."""
+    return refusal_of(error.errors(include_url=False)[0], ranges or {})
 
 
-class InputError(Exception):
-    """A request the edge refuses before anything happens (422, or the status given)."""
-
-    def __init__(self, code: str, message: str, field: str | None = None, status: int = 422):
-        super().__init__(message)
-        self.code, self.message, self.field, self.status = code, message, field, status
-
-    def as_data(self) -> dict[str, Any]:
-        error = {"code": self.code, "message": self.message}
-        if self.field is not None:
-            error["field"] = self.field
-        return error
-
-
-def input_error(error: ValidationError) -> InputError:
-    """The first problem pydantic found, as one clear error naming the field."""
-    first = error.errors(include_url=False)[0]
-    loc = [str(part) for part in first["loc"]]
-    field = _CAMEL.get(loc[0], loc[0]) if loc else None
-    kind = str(first["type"])
-    code = _CODES.get(kind, "wrong_type" if kind.endswith("_type") else "invalid_value")
-    if field is None:
-        return InputError(code, str(first["msg"]))
-    if kind == "extra_forbidden":
-        return InputError(code, f"unknown field {field!r}", field)
-    if kind == "less_than_equal" and (first.get("ctx") or {}).get("le") == MAX_SAFE_INTEGER:
-        message = f"{field}: must be an I-JSON integer, at most 2**53 - 1 (RFC 7493 §2.2)"
-        return InputError(code, message, field)
-    return InputError(code, f"{field}: {first['msg']}", field)
+__all__ = ["OPS", "InputError", "LeaseBody", "NamespaceBody", "OpName", "ScopeBody", "input_error"]

@@ -6,18 +6,25 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from api.names import RULE, high_entropy
+from api.refusals import NAME_LENGTH, length_rule
 from api.requests import caller_tenant, parse, read_body, runtime_of
-from api.responses import respond
+from api.responses import respond, suite_of
 from api.schemas import InputError, ScopeBody
 from api.settings import Settings
 from api.tenancy import ANONYMOUS
 
 
-def _scope_tenant(request: Request, scope: str, body: ScopeBody | None) -> str:
+def _scope_tenant(
+    request: Request, scope: str, body: ScopeBody | None, cleanup: bool = False
+) -> str:
+    suite_of(request)  # refuse a bad Accept-Provenance before anything else
     namespace = body.namespace if body else None
-    tenant = caller_tenant(request, namespace, body.tenant_id if body else None)
-    if len(scope) > 128 or not scope.isprintable():
-        raise InputError("out_of_range", "scope must be 1..128 printable characters", "scope")
+    tenant = caller_tenant(request, namespace, body.tenant_id if body else None, cleanup)
+    if len(scope) > NAME_LENGTH[1]:
+        raise InputError("out_of_range", length_rule("scope", *NAME_LENGTH), "scope")
+    if not scope.isprintable():
+        message = "scope must contain only printable characters"
+        raise InputError("invalid_value", message, "scope")
     if tenant == ANONYMOUS and not high_entropy(scope):
         message = f"in the anonymous tenant a scope {RULE}"
         raise InputError("low_entropy", message, "scope")
@@ -39,7 +46,7 @@ def scope_routes(app: FastAPI, settings: Settings) -> None:
     async def scope_release(request: Request, scope: str) -> Response:
         """Release every lease the caller holds in this scope."""
         body = parse(ScopeBody, await read_body(request, settings.body_max_bytes))
-        tenant = _scope_tenant(request, scope, body)
+        tenant = _scope_tenant(request, scope, body, cleanup=True)
         service = runtime_of(request).service
         released = await service.release_scope(tenant, scope)
         data = {"status": "pass", "outcome": "RELEASED", "scope": scope, "releasedIds": released}

@@ -100,6 +100,12 @@ def render(
     data["capacity"] = resource.capacity
     if resource.capacity > 1 or op == "get":
         data["holders"] = [lease_view(held) for held in resource.leases]
+    if op == "get" and resource.capacity == 1 and resource.leases:
+        data.update(lease_view(resource.leases[0]))
+    if lease is not None and outcome in GRANTING:
+        data["ttlSeconds"] = max(1, math.ceil((lease.expires_at - now) / 1000))
+    if lease is None and resource.max_token > 0:
+        data.setdefault("fencingToken", resource.max_token)  # the current one (refusals too)
     if resource.completion is not None and outcome in (Outcome.COMPLETED, Outcome.FREE):
         data["result"] = resource.completion.result
         data["completedAt"] = iso(resource.completion.completed_at)

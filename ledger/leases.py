@@ -300,7 +300,8 @@ def _as_owner(
     expired = expire(resource, now)
     lease = find_owner(resource, owner_digest)
     if lease is None:
-        decision = Decision(missing, witnesses=[_w("owner", reason="no live lease")])
+        reason = "ownerToken does not match the live lease" if resource.leases else "no live lease"
+        decision = Decision(missing, witnesses=[_w("owner", reason=reason)])
     elif fencing_token is not None and fencing_token != lease.fencing_token:
         decision = Decision(Outcome.LOST, witnesses=[_w("fencing", reason="token mismatch")])
     else:

@@ -68,13 +68,17 @@ class LogReader:
         self._check_size("treeSize", size, self.size())
         return root_at(size, self._get)
 
-    def entries(self, start: int, end: int) -> list[dict[str, Any]]:
+    def entries(self, start: int, end: int | None = None) -> list[dict[str, Any]]:
+        """Entries ``[start, end)``: at most MAX_PAGE of them, ``end`` clamped to the tree size
+        (and by default ``start + MAX_PAGE``)."""
         size = self.size()
         if not 0 <= start < size:
             raise OutOfRange("start", f"start must be 0..{size - 1} (tree size {size})")
-        if not start < end <= size:
-            raise OutOfRange("end", f"end must be {start + 1}..{size}")
-        end = min(end, start + MAX_PAGE)
+        if end is None:
+            end = start + MAX_PAGE
+        if end <= start:
+            raise OutOfRange("end", f"end must be more than start ({start})")
+        end = min(end, size, start + MAX_PAGE)  # clamped: a page never runs past the tree
         return [
             {"index": idx, "leaf": b64(leaf), "entry": json.loads(leaf)}
             for idx, leaf in self.storage.entries(start, end)

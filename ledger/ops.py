@@ -48,10 +48,12 @@ def check_call(call: LeaseCall, limits: Limits, result_given: bool) -> None:
     if op in OWNED and call.owner_token is None:
         raise CallRefused("missing", f"ownerToken is required for {op}", "ownerToken")
     if call.ttl_seconds > limits.ttl_max_seconds:
-        message = f"ttlSeconds must be 1..{limits.ttl_max_seconds}"
+        message = f"ttlSeconds must be an integer 1..{limits.ttl_max_seconds}"
         raise CallRefused("out_of_range", message, "ttlSeconds")
     if call.wait_seconds is not None and op not in ACQUIRING:
         raise CallRefused("invalid_value", "waitSeconds applies to acquire and wait", "waitSeconds")
+    if op is Op.COMPLETE and not result_given:
+        raise CallRefused("missing", "result is required for complete", "result")
     if result_given and op is not Op.COMPLETE:
         raise CallRefused("invalid_value", "result applies to complete only", "result")
     if op is Op.COMPLETE and len(_canonical_result(call.result)) > limits.result_max_bytes:

@@ -79,7 +79,7 @@ class Recorder:
             ops.append(AppendEntry(index, entry))
             ops.append(PutNodes(tuple(self.tree.append(leaf))))
             ops.append(_lease_change(res, event))
-        ops.append(_resource_change(res))
+        ops.append(resource_change(res))
         position = Position(self.tree.size, b64(self.tree.root()), index, b64(leaf))
         last = decision.events[-1].lease.holder
         entry_names = {
@@ -115,7 +115,8 @@ def _lease_change(res: Resource, event: Event) -> Change:
     return DropLease(tenant, name, token)
 
 
-def _resource_change(res: Resource) -> PutResource:
+def resource_change(res: Resource) -> PutResource:
+    """The resource row as it now stands (the service writes it alone when a lifecycle ends)."""
     done = res.completion
     return PutResource(
         res.tenant,

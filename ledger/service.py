@@ -39,7 +39,7 @@ from ledger.entries import iso, pseudonyms_of
 from ledger.idempotency import RequestMemory
 from ledger.leases import Decision, EventKind, Outcome, Resource
 from ledger.ops import ACQUIRING, IDEMPOTENT, Op
-from ledger.recorder import Recorder
+from ledger.recorder import Recorder, resource_change
 from ledger.scopes import ScopeIndex
 from ledger.state import Committed
 from ledger.storage import Storage, StorageError
@@ -84,6 +84,8 @@ class LeaseService:
         for res in self.resources.values():
             for lease in res.leases:
                 self._track(res, lease)
+            if res.completion is not None and res.lifecycle_end is not None:
+                heapq.heappush(self._expiries, (res.lifecycle_end, res.tenant, res.name))
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -284,6 +286,8 @@ class LeaseService:
         recorded = self.recorder.record(res, decision)
         for event in decision.events:
             self._track(res, event.lease, event.kind)
+        if res.completion is not None and res.lifecycle_end is not None:  # purge it then
+            heapq.heappush(self._expiries, (res.lifecycle_end, res.tenant, res.name))
         return recorded.ops, recorded.position, recorded.entry, recorded.names
 
     def _track(
@@ -401,8 +405,11 @@ class LeaseService:
             res = self.resources.get((tenant, name))
             if res is None:
                 continue
+            completed = res.completion is not None
             decision = Decision(Outcome.RELEASED, leases.expire(res, now))
             ops = self._record(res, decision)[0]
+            if completed and res.completion is None and not ops:  # its lifecycle ended
+                ops = [resource_change(res)]
             if ops:
                 self._submit_unattended(ops)
                 self._serve_waiters((tenant, name))

@@ -297,7 +297,7 @@ def test_bundle_parameters_outside_the_tree_are_400(api: httpx.Client) -> None:
         assert response.status_code == 400, (path, params)
         error = response.json()["data"]["error"]
         assert error["field"] == field and field in error["message"]
-    assert api.get("/api/v1/log/bundle/-1").status_code == 422
+    assert api.get("/api/v1/log/bundle/-1").status_code == 400
 
 
 def test_callers_own_saved_response_assembled_into_a_bundle(

@@ -37,7 +37,7 @@ from typing import Any
 
 from verify.audit_report import AuditFailed, AuditReport, Violation
 from verify.compact import CompactRange
-from verify.errors import MalformedInput, SignatureError
+from verify.errors import MalformedInput, SignatureError, b64
 from verify.export_records import (
     EXPORT_TYPE,
     EXPORT_VERSION,
@@ -185,7 +185,7 @@ class _Replay:
         computed = self.tree.root()
         if body.root_hash != computed:
             span = f"entries [{self.sealed or 0}, {cp.size})"
-            message = f"signed root {body.root_hash.hex()}, computed {computed.hex()} over {span}"
+            message = f"signed root {b64(body.root_hash)}, computed {b64(computed)} over {span}"
             self.violation(cp.last, "checkpoint-root", message)
         elif text is not None and body.origin == self.origin:
             self.report.checkpoints_verified += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -96,8 +97,19 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as done:  # --help
         return done.code if isinstance(done.code, int) else EXIT_PASS
     outcomes = [_verify_file(path, trusted) for path in args.files]
-    _print(outcomes, trusted is None, args.json, _stdout())
+    try:
+        _print(outcomes, trusted is None, args.json, _stdout())
+        sys.stdout.flush()
+    except BrokenPipeError:  # `verify-provenance --json … | head`: the reader has had enough
+        _silence_stdout()
     return _exit_code(outcomes)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again (the
+    recipe of the Python docs, "Note on SIGPIPE")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _trusted(

@@ -6,6 +6,8 @@ result object instead use the result-returning variants, which catch exactly thi
 
 from __future__ import annotations
 
+import base64
+
 
 class VerificationError(Exception):
     """Root of every verification failure."""
@@ -13,6 +15,11 @@ class VerificationError(Exception):
 
 class MalformedInput(VerificationError):
     """The input cannot be parsed into what the check needs (bad base64, wrong shape, ...)."""
+
+
+def b64(digest: bytes) -> str:
+    """A hash as messages print it: standard base64, as the API and the ledger do."""
+    return base64.b64encode(digest).decode()
 
 
 class ProofError(VerificationError):
@@ -23,7 +30,8 @@ class RootMismatch(ProofError):
     """A proof recomputes a root other than the one expected."""
 
     def __init__(self, expected: bytes, computed: bytes) -> None:
-        super().__init__(f"root mismatch: expected {expected.hex()}, computed {computed.hex()}")
+        expected_b64, computed_b64 = b64(expected), b64(computed)
+        super().__init__(f"root mismatch: expected {expected_b64}, computed {computed_b64}")
         self.expected = expected
         self.computed = computed
 

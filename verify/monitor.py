@@ -27,7 +27,7 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Any
 
-from verify.errors import MalformedInput, ProofError, SignatureError, VerificationError
+from verify.errors import MalformedInput, ProofError, SignatureError, VerificationError, b64
 from verify.export_records import event_of
 from verify.invariants import Rules
 from verify.multikey import public_key_from_did
@@ -222,8 +222,8 @@ class Monitor:
         if computed != new.root:
             first = 0 if self.state.seen is None else self.state.seen.size
             message = (
-                f"entries [{first}, {new.size}) hash to {computed.hex()}, "
-                f"the signed root is {new.root.hex()}: the log serves entries it did not sign"
+                f"entries [{first}, {new.size}) hash to {b64(computed)}, "
+                f"the signed root is {b64(new.root)}: the log serves entries it did not sign"
             )
             raise Violation(Finding("entries-root", message, None, {"served": new.as_data()}))
         state = self.state

@@ -127,7 +127,8 @@ class Core:
 
     def lease(self, op: str, **fields: Any) -> Call[LeaseAnswer]:
         """A lease operation; ``fields`` use Python names (``ttl``, ``owner_token``, …)."""
-        body = {FIELD_NAMES.get(k, k): v for k, v in fields.items() if v is not None}
+        kept = {k: v for k, v in fields.items() if v is not None or k == "result"}  # null is one
+        body = {FIELD_NAMES.get(k, k): v for k, v in kept.items()}
         if op in IDEMPOTENT_OPS and "requestId" not in body:
             body["requestId"] = new_request_id()
         waiting = float(body.get("waitSeconds") or (30 if op == "wait" else 0))
