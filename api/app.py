@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import inspect
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -44,6 +45,15 @@ def _entry_named_by(log: LogReader, document: Any) -> bytes | None:
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < 2**63:
         return None  # no such entry: the verifier's entry check fails, the server does not
     return log.entry(index)
+
+
+# FastAPI ≥ 0.16x asks OpenTelemetry on every request whether a provider is configured; tenure
+# configures none, so it says so once (issue 10). Older FastAPI has no such parameter.
+_NO_TELEMETRY: dict[str, Any] = (
+    {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
+    if "telemetry" in inspect.signature(FastAPI.__init__).parameters
+    else {}
+)
 
 
 def _tune_gc() -> None:
@@ -91,7 +101,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
         finally:
             await core.stop()
 
-    app = FastAPI(title="tenure", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="tenure", version="0.1.0", lifespan=lifespan, **_NO_TELEMETRY)
     _handlers(app)
     lease_routes(app, settings)
     scope_routes(app, settings)

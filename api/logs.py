@@ -15,6 +15,8 @@ _SCOPE = re.compile(r"(/api/v1/scopes/)[^/?\s\"]+")
 
 
 def redact_path(text: str) -> str:
+    if "/scopes/" not in text:  # most lines: a substring test instead of a regex (issue 10)
+        return text
     return _SCOPE.sub(r"\1[scope]", text)
 
 

@@ -37,6 +37,16 @@ def suite_of(request: Request) -> str:
     return asked.strip()
 
 
+def request_path(request: Request) -> str:
+    """``request.url.path`` without building the URL (issue 10): Starlette's URL is the scope's
+    path with ``?``, ``#`` and ``\\`` escaped; behind a ``root_path``, the URL itself."""
+    scope = request.scope
+    if scope.get("root_path"):
+        return request.url.path
+    path: str = scope["path"]
+    return path.replace("?", "%3F").replace("#", "%23").replace("\\", "%5C")
+
+
 def _now(request: Request) -> int:
     """The runtime's clock (fixed in tests); the wall clock before the runtime has started."""
     core = getattr(request.app.state, "core", None)
@@ -66,7 +76,7 @@ def respond(
             suite = JCS_SUITE  # the refusal of a bad Accept-Provenance is itself signed with jcs
     if body is None:
         body = getattr(request.state, "body", None)
-    canonical = canonical_request(request.method, request.url.path, body)
+    canonical = canonical_request(request.method, request_path(request), body)
     entry, names = cited
     credential = issuer.issue(data, canonical, entry, names, iso(_now(request)), suite)
     envelope = {"data": data, "_provenance": credential}

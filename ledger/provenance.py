@@ -111,7 +111,7 @@ class Issuer:
             return self.signer.sign(credential, suite, created=now)
         subject_bytes = encode_plain(subject) if plain else canonicalize(subject)
         before, between, after = self._frame
-        canonical = before + subject_bytes + between + canonicalize(now) + after
+        canonical = before + subject_bytes + between + self.signer.stamp_bytes(now) + after
         return self.signer.sign_jcs(credential, canonical, now)
 
 

@@ -89,12 +89,17 @@ class Signer:
         template = self._templates.get(key)
         if template is None:
             template = self._templates[key] = self._template(context)
-        cached_created, quoted = self._created
-        if created != cached_created:
+        return hashlib.sha256(template[0] + self.stamp_bytes(created) + template[1]).digest()
+
+    def stamp_bytes(self, created: str) -> bytes:
+        """The RFC 8785 bytes of the dateTimeStamp ``created`` (MalformedInput if it is none),
+        kept for the next call: every answer of the same millisecond has the same."""
+        cached, quoted = self._created
+        if created != cached:
             check_datetime_stamp(created)  # as hash_data checks it; ASCII only, so JSON-plain
             quoted = b'"' + created.encode("ascii") + b'"'
             self._created = (created, quoted)
-        return hashlib.sha256(template[0] + quoted + template[1]).digest()
+        return quoted
 
     def _template(self, context: list[str]) -> tuple[bytes, bytes]:
         if not all(isinstance(item, str) for item in context):

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.lease_fast import LeaseFastPath, lease_op_of
+from api.responses import request_path
 from api.settings import Settings
 from tests.conftest import rid
 from verify.dataintegrity import verify_proof
@@ -129,3 +130,13 @@ def test_which_requests_take_the_fast_path(
 ) -> None:
     scope = {"type": "http", "method": method, "path": path, "root_path": root}
     assert lease_op_of(scope) == expected
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/lease/acquire", "/api/v1/lease/a?b", "/x#y", "/a\\b", "/%41 é/ü", "//x"]
+)
+def test_the_signed_path_is_starlettes_url_path(path: str) -> None:
+    """``request_path`` skips building the URL; it must name what ``request.url.path`` did."""
+    headers = [(b"host", b"127.0.0.1:8000")]
+    request = Request({"type": "http", "path": path, "headers": headers, "query_string": b"q"})
+    assert request_path(request) == request.url.path
