@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import logging
 import signal
 from collections.abc import AsyncIterator, Callable
@@ -60,6 +61,15 @@ def _entry_named_by(log: LogReader, document: Any) -> bytes | None:
     return log.entry(index)
 
 
+# FastAPI ≥ 0.16x asks OpenTelemetry on every request whether a provider is configured; tenure
+# configures none, so it says so once (issue 10). Older FastAPI has no such parameter.
+_NO_TELEMETRY: dict[str, Any] = (
+    {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
+    if "telemetry" in inspect.signature(FastAPI.__init__).parameters
+    else {}
+)
+
+
 def _tune_gc() -> None:
     """Every answer allocates thousands of short-lived, acyclic objects; with CPython's default
     thresholds the cycle collector runs several times per request and keeps rescanning the
@@ -110,8 +120,14 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
             hangup()
             await core.stop()
 
-    app = FastAPI(title="tenure", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.add_middleware(RequestMetrics)
+    app = FastAPI(
+        title="tenure",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        **_NO_TELEMETRY,
+    )
     _handlers(app)
     lease_routes(app, settings)
     scope_routes(app, settings)
@@ -123,6 +139,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     metrics_routes(app)
     docs_routes(app)
     install_openapi(app, settings)
+    app.add_middleware(RequestMetrics)  # last added is outermost: it times the lease fast path too
     return app
 
 

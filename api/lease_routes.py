@@ -9,6 +9,7 @@ from collections.abc import Awaitable
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from api.lease_fast import LEASE_PATH, LeaseFastPath
 from api.metrics import lease_answered
 from api.names import RULE, high_entropy
 from api.requests import caller_tenant, limit_client, parse, read_body, runtime_of
@@ -113,18 +114,32 @@ class ClientGone(Exception):
     """The caller disconnected while waiting; nobody is left to answer."""
 
 
+async def lease_answer(request: Request, settings: Settings, path_op: str | None) -> Response:
+    """The answer of ``POST /api/v1/lease`` (``path_op`` None) or ``/api/v1/lease/{path_op}``."""
+    if path_op is not None and path_op not in OPS:
+        raise InputError("invalid_value", f"op must be one of {', '.join(OPS)}", "op")
+    return await _lease(request, settings, path_op)
+
+
 def lease_routes(app: FastAPI, settings: Settings) -> None:
-    @app.post("/api/v1/lease")
+    """The lease and namespace routes. The two lease routes are answered by the plain-ASGI
+    ``LeaseFastPath`` in front of FastAPI (issue 10); their FastAPI routes document them in the
+    OpenAPI and answer only what the fast path passes on (a non-empty ``root_path``)."""
+
+    async def answer(request: Request, op: str | None) -> Response:
+        return await lease_answer(request, settings, op)
+
+    app.add_middleware(LeaseFastPath, handler=answer, owner=app)
+
+    @app.post(LEASE_PATH)
     async def lease(request: Request) -> Response:
         """Run a lease operation named by the body's `op`."""
-        return await _lease(request, settings, None)
+        return await lease_answer(request, settings, None)
 
-    @app.post("/api/v1/lease/{op}")
+    @app.post(LEASE_PATH + "/{op}")
     async def lease_op(request: Request, op: str) -> Response:
         """Run the lease operation named in the path."""
-        if op not in OPS:
-            raise InputError("invalid_value", f"op must be one of {', '.join(OPS)}", "op")
-        return await _lease(request, settings, op)
+        return await lease_answer(request, settings, op)
 
     @app.post("/api/v1/namespaces", status_code=201)
     async def namespaces(request: Request) -> Response:

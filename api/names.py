@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import re
 from base64 import urlsafe_b64decode, urlsafe_b64encode
+from functools import lru_cache
 
 HEX_MIN, BASE64URL_MIN = 32, 22
 REPEAT, SEQUENCE = 10, 8
@@ -48,8 +49,10 @@ def random_part(name: str) -> tuple[str, bool] | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def high_entropy(name: str) -> bool:
-    """Whether `name` passes the anonymous-name rule above (`RULE`)."""
+    """Whether `name` passes the anonymous-name rule above (`RULE`). Pure, and asked for the same
+    resource on every call of a lease's life, so its last answers are kept (issue 10)."""
     if len(name) > MAX_LENGTH:
         return False
     found = random_part(name)

@@ -159,4 +159,8 @@ def _plain(path: str, operation: dict[str, Any]) -> None:
     if path == "/api/v1/log/bundle/{index}":
         operation["parameters"] = [*operation.get("parameters", []), ACCEPT_PROVENANCE]
         responses["422"] = {"description": _DESCRIPTIONS["422"], "content": plain}
+    if path == "/api/v1/log/bundle":  # POST: a saved response in, its bundle out
+        _body(operation, "AnyJson", required=True)
+        for status in ("413", "415", "422"):
+            responses[status] = {"description": _DESCRIPTIONS[status], "content": plain}
     operation["responses"] = responses

@@ -18,8 +18,13 @@ from verify.dataintegrity import JCS_SUITE, SUITES
 JSON = "application/json"
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # what json.dumps makes
+
+
 def dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact JSON, as ``json.dumps(value, separators=(",", ":"), ensure_ascii=False)`` writes
+    it, with one encoder made once instead of one per answer."""
+    return _ENCODER.encode(value).encode()
 
 
 def raw(value: Any, status: int = 200) -> Response:
@@ -35,6 +40,16 @@ def suite_of(request: Request) -> str:
         message = f"Accept-Provenance must be one of {', '.join(SUITES)}"
         raise InputError("invalid_value", message, "Accept-Provenance")
     return asked.strip()
+
+
+def request_path(request: Request) -> str:
+    """``request.url.path`` without building the URL (issue 10): Starlette's URL is the scope's
+    path with ``?``, ``#`` and ``\\`` escaped; behind a ``root_path``, the URL itself."""
+    scope = request.scope
+    if scope.get("root_path"):
+        return request.url.path
+    path: str = scope["path"]
+    return path.replace("?", "%3F").replace("#", "%23").replace("\\", "%5C")
 
 
 def _now(request: Request) -> int:
@@ -66,7 +81,7 @@ def respond(
             suite = JCS_SUITE  # the refusal of a bad Accept-Provenance is itself signed with jcs
     if body is None:
         body = getattr(request.state, "body", None)
-    canonical = canonical_request(request.method, request.url.path, body)
+    canonical = canonical_request(request.method, request_path(request), body)
     entry, names = cited
     credential = issuer.issue(data, canonical, entry, names, iso(_now(request)), suite)
     envelope = {"data": data, "_provenance": credential}

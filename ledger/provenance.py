@@ -17,17 +17,18 @@ from typing import Any
 
 from ledger.answers import redact
 from ledger.signer import Signer
+from verify.dataintegrity import JCS_SUITE
 from verify.errors import VerificationError
-from verify.jcs import canonicalize
+from verify.jcs import canonicalize, encode_plain, is_plain
 from verify.receipt import (
     CONTEXTS,
     LABEL_DATA,
     LABEL_ENTRY,
     LABEL_REQUEST,
     LABEL_STATE,
+    SECRET_DATA_FIELDS,
     SECRET_REQUEST_FIELDS,
     SUBJECT_FIELDS,
-    canonical_data,
     state_bytes,
 )
 
@@ -63,10 +64,17 @@ def _without_secrets(parsed: Any) -> Any:
 
 
 class Issuer:
-    """Issues the Verifiable Credential (``_provenance``) over every answer (DESIGN §5)."""
+    """Issues the Verifiable Credential (``_provenance``) over every answer (DESIGN §5).
+
+    With eddsa-jcs-2022 (the default) nothing is canonicalized twice (issue 10): ``data`` is
+    walked once, and, when it is plain JSON (``verify.jcs.is_plain``), the subject built from its
+    parts is encoded without another walk and spliced into the credential's fixed canonical
+    frame; the signer splices the proof configuration the same way.
+    """
 
     def __init__(self, signer: Signer) -> None:
         self.signer = signer
+        self._frame = _credential_frame(signer.did)
 
     def issue(
         self,
@@ -80,6 +88,9 @@ class Issuer:
         """The credential over ``data``: its manifest binds the canonical ``request`` and the
         exact ``entry`` bytes (with the entry's ``pseudonyms``), dated ``now``, signed with
         ``suite`` (eddsa-jcs-2022 or eddsa-rdfc-2022)."""
+        hashed = {k: v for k, v in data.items() if k not in SECRET_DATA_FIELDS}
+        plain = is_plain(hashed) and _plain_names(pseudonyms)
+        data_bytes = encode_plain(hashed) if plain else canonicalize(hashed)
         subject: dict[str, Any] = {"type": "LeaseAnswer"}
         subject.update((name, data[name]) for name in SUBJECT_FIELDS if name in data)
         if "ledger" in data:
@@ -88,7 +99,7 @@ class Issuer:
             subject["error"] = data["error"]
         if pseudonyms:
             subject["pseudonyms"] = pseudonyms
-        subject["manifest"] = self._manifest(data, request, entry)
+        subject["manifest"] = _manifest(data, data_bytes, request, entry)
         credential = {
             "@context": CONTEXTS,
             "type": ["VerifiableCredential", "LeaseReceipt"],
@@ -96,15 +107,47 @@ class Issuer:
             "validFrom": now,
             "credentialSubject": subject,
         }
-        return self.signer.sign(credential, suite, created=now)
+        if suite != JCS_SUITE:
+            return self.signer.sign(credential, suite, created=now)
+        subject_bytes = encode_plain(subject) if plain else canonicalize(subject)
+        before, between, after = self._frame
+        canonical = before + subject_bytes + between + self.signer.stamp_bytes(now) + after
+        return self.signer.sign_jcs(credential, canonical, now)
 
-    def _manifest(
-        self, data: dict[str, Any], request: bytes, entry: bytes | None
-    ) -> dict[str, Any]:
-        ledger = (LABEL_ENTRY, entry) if entry is not None else (LABEL_STATE, state_bytes(data))
-        assertions = [
-            {"label": LABEL_REQUEST, "hash": digest(request)},
-            {"label": LABEL_DATA, "hash": digest(canonical_data(data))},
-            {"label": ledger[0], "hash": digest(ledger[1])},
-        ]
-        return {"claimGenerator": CLAIM_GENERATOR, "alg": "sha256", "assertions": assertions}
+
+def _plain_names(pseudonyms: dict[str, str] | None) -> bool:
+    """Pseudonyms are ASCII names to strings; anything else takes the canonicalizing path."""
+    if not pseudonyms:
+        return True
+    return all(type(k) is str and k.isascii() and type(v) is str for k, v in pseudonyms.items())
+
+
+def _manifest(
+    data: dict[str, Any], data_bytes: bytes, request: bytes, entry: bytes | None
+) -> dict[str, Any]:
+    ledger = (LABEL_ENTRY, entry) if entry is not None else (LABEL_STATE, state_bytes(data))
+    assertions = [
+        {"label": LABEL_REQUEST, "hash": digest(request)},
+        {"label": LABEL_DATA, "hash": digest(data_bytes)},
+        {"label": ledger[0], "hash": digest(ledger[1])},
+    ]
+    return {"claimGenerator": CLAIM_GENERATOR, "alg": "sha256", "assertions": assertions}
+
+
+_SUBJECT, _VALID_FROM = "\ue000subject", "\ue000validFrom"  # placeholders split out below
+
+
+def _credential_frame(issuer: str) -> tuple[bytes, bytes, bytes]:
+    """The credential's canonical bytes around its subject and its ``validFrom``: every other
+    member is fixed for an issuer, and RFC 8785 sorts them, so the frame is made once."""
+    credential = {
+        "@context": CONTEXTS,
+        "type": ["VerifiableCredential", "LeaseReceipt"],
+        "issuer": issuer,
+        "validFrom": _VALID_FROM,
+        "credentialSubject": _SUBJECT,
+    }
+    whole = canonicalize(credential)
+    before, rest = whole.split(canonicalize(_SUBJECT))
+    between, after = rest.split(canonicalize(_VALID_FROM))
+    return before, between, after

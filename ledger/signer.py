@@ -3,17 +3,33 @@
 Generation and verification are separate modules (STYLE 3): this one signs, with the
 same hashing code the verifier uses (``verify.dataintegrity.hash_data``), so the two
 cannot drift apart. Time is an argument: the caller passes ``created``.
+
+:meth:`Signer.sign_jcs` is the issuing hot path (issue 10): the caller hands over the RFC 8785
+bytes of the document it already built, and the proof configuration's bytes are spliced from a
+template made once, by the same ``canonicalize``, per ``@context`` — only ``created`` changes.
+``tests/test_receipt_template.py`` proves both byte-identical to ``hash_data``'s.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from verify.dataintegrity import JCS_SUITE, RDFC_SUITE, SUITES, hash_data, proof_config
+from verify.dataintegrity import (
+    JCS_SUITE,
+    RDFC_SUITE,
+    SUITES,
+    check_datetime_stamp,
+    hash_data,
+    proof_config,
+)
+from verify.jcs import canonicalize
 from verify.multikey import did_key, multibase_encode, public_key_multibase, verification_method_id
+
+_CREATED = "\ue000created"  # a placeholder no dateTimeStamp can be, split out of the template
 
 
 class Signer:
@@ -25,6 +41,8 @@ class Signer:
         self.public_key_multibase: str = public_key_multibase(public_key)
         self.did: str = did_key(public_key)
         self.verification_method: str = verification_method_id(self.did)
+        self._templates: dict[tuple[str, ...], tuple[bytes, bytes]] = {}
+        self._created: tuple[str, bytes] = ("", b"")
 
     def sign(
         self,
@@ -50,3 +68,43 @@ class Signer:
             del proof["@context"]  # §3.2.1: an rdfc proof is the options, without @context
         proof["proofValue"] = multibase_encode(signature)
         return {**unsecured, "proof": proof}
+
+    def sign_jcs(
+        self, unsecured: Mapping[str, Any], canonical: bytes, created: str
+    ) -> dict[str, Any]:
+        """``sign(unsecured, JCS_SUITE, created)``, for a caller that already holds the RFC 8785
+        bytes of ``unsecured`` (``canonical``; the caller answers for them) and whose
+        ``@context`` is a list of strings: the same proof, without canonicalizing either half."""
+        if "proof" in unsecured:
+            raise ValueError("the document already has a proof; proof sets are not supported")
+        config = proof_config(unsecured, JCS_SUITE, self.verification_method, created)
+        config_hash = self._config_hash(config["@context"], created)
+        document_hash = hashlib.sha256(canonical).digest()
+        config["proofValue"] = multibase_encode(self._private_key.sign(config_hash + document_hash))
+        return {**unsecured, "proof": config}
+
+    def _config_hash(self, context: list[str], created: str) -> bytes:
+        """SHA-256 of the proof configuration's canonical bytes, spliced from the template."""
+        key = tuple(context)
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = self._template(context)
+        return hashlib.sha256(template[0] + self.stamp_bytes(created) + template[1]).digest()
+
+    def stamp_bytes(self, created: str) -> bytes:
+        """The RFC 8785 bytes of the dateTimeStamp ``created`` (MalformedInput if it is none),
+        kept for the next call: every answer of the same millisecond has the same."""
+        cached, quoted = self._created
+        if created != cached:
+            check_datetime_stamp(created)  # as hash_data checks it; ASCII only, so JSON-plain
+            quoted = b'"' + created.encode("ascii") + b'"'
+            self._created = (created, quoted)
+        return quoted
+
+    def _template(self, context: list[str]) -> tuple[bytes, bytes]:
+        if not all(isinstance(item, str) for item in context):
+            raise ValueError("sign_jcs needs an @context of strings; use sign")
+        placeholder = {"@context": context}
+        config = proof_config(placeholder, JCS_SUITE, self.verification_method, _CREATED)
+        prefix, suffix = canonicalize(config).split(canonicalize(_CREATED))
+        return prefix, suffix

@@ -31,8 +31,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, s
     """A server with an API key and a few ledger entries; leases end within 2 s (--lifecycle),
     so a generated `wait` never blocks the run for long."""
     srv = Server(tmp_path_factory.mktemp("openapi"), ["--lifecycle", "2"])
+    srv.start()  # `apikey create` needs the ledger the server makes
     key = create_key(srv.data)
-    srv.start()
     with srv.client() as api:
         for _ in range(3):
             lease(api, "acquire", resource=rid(), holder="seed")

@@ -59,6 +59,28 @@ def canonicalize(value: Any) -> bytes:
         raise MalformedInput("JSON value nested too deeply") from e
 
 
+def is_plain(value: Any) -> bool:
+    """True when :func:`encode_plain` gives ``value``'s RFC 8785 bytes (see module doc).
+
+    Plainness is compositional: every part of a plain value is plain, and a dict of plain values
+    under ASCII string keys is plain. An issuer that checked its parts once may therefore encode
+    a whole it assembled from them without walking them again.
+    """
+    try:
+        return _is_plain(value)
+    except TypeError:  # a key that is not a string
+        return False
+
+
+def encode_plain(value: Any) -> bytes:
+    """The RFC 8785 bytes of a value :func:`is_plain` accepted (of parts it accepted, joined
+    under ASCII keys); for any other value the bytes may not be canonical: use canonicalize."""
+    try:
+        return _ENCODER.encode(value).encode("utf-8")
+    except UnicodeEncodeError as e:  # a lone surrogate, as canonicalize refuses it
+        raise MalformedInput(f"not canonicalizable as RFC 8785 JSON: {e}") from e
+
+
 def _is_plain(value: Any) -> bool:
     """True when the fast path is byte-identical to RFC 8785 for ``value`` (see module doc).
 

@@ -38,21 +38,16 @@ DID_KEY_PREFIX = "did:key:"
 def b58encode(data: bytes) -> str:
     """Encode bytes as base58btc (no multibase prefix)."""
     number = int.from_bytes(data, "big")
-    chunks: list[str] = []
-    while number:
+    pairs, chunks = _PAIRS, []
+    while number:  # one chunk of ten digits per round, inlined: this runs once per answer
         number, chunk = divmod(number, _CHUNK)
-        chunks.append(_encode_chunk(chunk))
+        chunk, d01 = divmod(chunk, _PAIR)
+        chunk, d23 = divmod(chunk, _PAIR)
+        chunk, d45 = divmod(chunk, _PAIR)
+        d89, d67 = divmod(chunk, _PAIR)
+        chunks.append(pairs[d89] + pairs[d67] + pairs[d45] + pairs[d23] + pairs[d01])
     zeros = len(data) - len(data.lstrip(b"\x00"))
     return "1" * zeros + "".join(reversed(chunks)).lstrip("1")
-
-
-def _encode_chunk(chunk: int) -> str:
-    """Ten base58 digits, zero-padded ('1')."""
-    chunk, d01 = divmod(chunk, _PAIR)
-    chunk, d23 = divmod(chunk, _PAIR)
-    chunk, d45 = divmod(chunk, _PAIR)
-    d89, d67 = divmod(chunk, _PAIR)
-    return _PAIRS[d89] + _PAIRS[d67] + _PAIRS[d45] + _PAIRS[d23] + _PAIRS[d01]
 
 
 def b58decode(text: str) -> bytes:
