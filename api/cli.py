@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from api import monitor
+from api.database_option import add_database_option, ledger_location, ledger_name
 from api.lease_run import add_lease_parser, lease_main, split_command
 from api.mcp_cli import add_mcp_parser, mcp_main
 
@@ -27,6 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--data", type=Path, default=Path("data"), help="ledger folder")
+    add_database_option(serve)
     serve.add_argument("--keys", type=Path, default=Path("keys"), help="key folder")
     serve.add_argument("--require-api-key", action="store_true", help="refuse callers without one")
     serve.add_argument("--no-anonymous", action="store_true", help="turn the anonymous tenant off")
@@ -48,8 +50,10 @@ def _parser() -> argparse.ArgumentParser:
     create = apikey_actions.add_parser("create", help="print a new API key once; store its hash")
     create.add_argument("name", help="the tenant the key acts for")
     create.add_argument("--data", type=Path, default=Path("data"))
+    add_database_option(create)
     export = commands.add_parser("export", help="write the ledger as JSON Lines for `audit`")
     export.add_argument("--data", type=Path, default=Path("data"), help="ledger folder")
+    add_database_option(export)
     export.add_argument("--out", type=Path, required=True, help="the export file to write")
     export.add_argument(
         "--keys",
@@ -109,12 +113,13 @@ def _serve(args: argparse.Namespace) -> int:
     if not 1 <= args.ttl_max <= 86400:
         print("tenure: --ttl-max must be 1..86400", file=sys.stderr)
         return 2
-    problem = _storage_problem(args.data, args.keys)
+    problem = _storage_problem(args, args.keys)
     if problem is not None:
         print(f"tenure: {problem}", file=sys.stderr)
         return 2
     settings = Settings(
         data_dir=args.data,
+        database=args.database,
         keys_dir=args.keys,
         require_api_key=args.require_api_key,
         allow_anonymous=not args.no_anonymous,
@@ -136,20 +141,22 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _storage_problem(data: Path, keys: Path) -> str | None:
+def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
     """Why the ledger or the keys cannot be written, said before the server starts (a read-only
     folder is an operator's mistake, not a traceback)."""
     from ledger.keyring import load_or_create_secret
     from ledger.storage import StorageError, open_storage
 
     try:
-        storage = open_storage(data)
+        storage = open_storage(ledger_location(args))
         try:
             storage.check_writable()
         finally:
             storage.close()
     except (OSError, StorageError) as error:
-        return f"cannot write the ledger in {data}: {error} (it needs a writable folder)"
+        if args.database is not None:
+            return f"cannot use the ledger database: {error}"
+        return f"cannot write the ledger in {args.data}: {error} (it needs a writable folder)"
     try:
         load_or_create_secret(keys)
     except OSError as error:
@@ -159,17 +166,21 @@ def _storage_problem(data: Path, keys: Path) -> str | None:
 
 def _apikey(args: argparse.Namespace) -> int:
     from api.tenancy import create_api_key
-    from ledger.storage import open_storage
+    from ledger.storage import StorageError, open_storage
 
     name = args.name
     if not (1 <= len(name) <= 128 and name.isprintable() and "/" not in name):
         print("tenure: NAME must be 1..128 printable characters without '/'", file=sys.stderr)
         return 2
-    storage = open_storage(args.data)
     try:
-        key = create_api_key(storage, name)
-    finally:
-        storage.close()
+        storage = open_storage(ledger_location(args))
+        try:
+            key = create_api_key(storage, name)
+        finally:
+            storage.close()
+    except StorageError as error:
+        print(f"tenure: {error}", file=sys.stderr)
+        return 1
     print(key)
     print(f"API key for tenant {name!r}; shown once, stored only as its hash.", file=sys.stderr)
     return 0
@@ -198,12 +209,17 @@ def _export(args: argparse.Namespace) -> int:
     import time
 
     from ledger.export import export_ledger
-    from ledger.storage import open_storage, storage_exists
+    from ledger.storage import StorageError, open_storage, storage_exists
 
-    if not storage_exists(args.data):
-        print(f"tenure: no ledger in {args.data}", file=sys.stderr)
+    try:
+        found = storage_exists(ledger_location(args))
+    except StorageError as error:
+        print(f"tenure: {error}", file=sys.stderr)
+        return 1
+    if not found:
+        print(f"tenure: no ledger in {ledger_name(args)}", file=sys.stderr)
         return 2
-    storage = open_storage(args.data)
+    storage = open_storage(ledger_location(args))
     try:
         key = _log_key(storage, args.keys)
         if key is None:

@@ -243,7 +243,11 @@ def _pool(url: str, timeout: float) -> ConnectionPool[Conn]:
         url,
         min_size=1,
         max_size=4,
-        kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
+        kwargs={
+            "autocommit": True,
+            "connect_timeout": CONNECT_TIMEOUT,
+            "application_name": "tenure",
+        },
         configure=configure,
         check=ConnectionPool.check_connection,
         timeout=timeout,

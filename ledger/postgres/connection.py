@@ -4,6 +4,7 @@ the loop thread (reconnecting after the server restarts), and URLs safe to print
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -45,6 +46,11 @@ def connect(url: str) -> Conn:
     return conn
 
 
+RECONNECT_PAUSE = 1.0
+"""Seconds after a failed connection during which reads fail at once instead of trying again:
+the loop thread reads through :class:`Reader` and must not stall on an unreachable server."""
+
+
 class Reader:
     """The connection the loop thread reads through. A read that fails on a connection the
     server dropped (a restart, a fail-over) is tried once more on a new one; otherwise any
@@ -54,6 +60,7 @@ class Reader:
         self._url = url
         self._conn: Conn | None = None
         self._lock = threading.Lock()
+        self._pause_until = 0.0
 
     def run(self, read: Callable[[Conn], T]) -> T:
         with self._lock:
@@ -72,8 +79,15 @@ class Reader:
             raise AssertionError("unreachable")
 
     def _connection(self) -> Conn:
-        if self._conn is None or self._conn.closed:
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        if time.monotonic() < self._pause_until:
+            raise psycopg.OperationalError("the last connection attempt failed; retrying soon")
+        try:
             self._conn = connect(self._url)
+        except psycopg.OperationalError:
+            self._pause_until = time.monotonic() + RECONNECT_PAUSE
+            raise
         return self._conn
 
     def close(self) -> None:
