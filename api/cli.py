@@ -148,7 +148,7 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
     from ledger.storage import StorageError, open_storage
 
     try:
-        storage = open_storage(ledger_location(args))
+        storage = open_storage(ledger_location(args), exclusive=True)
         try:
             storage.check_writable()
         finally:
