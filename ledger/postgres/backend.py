@@ -2,7 +2,10 @@
 
 Writes go through a psycopg pool: each :meth:`PostgresStorage.transaction` takes a connection,
 begins, and first locks the one ``log_head`` row, which serializes every writer of the database —
-one log index sequence, one tree (docs/decisions/0005). Commits are durable
+one log index sequence, one tree (docs/decisions/0005). The transaction runs in pipeline mode:
+statements whose result nobody reads are sent without waiting for each reply (a read waits for
+everything before it), so a group commit of many events costs few round trips; a refused
+statement fails the transaction at the latest when it commits. Commits are durable
 (``synchronous_commit = on`` on every session). Reads of the loop thread go through one
 reconnecting connection (``connection.Reader``); the export snapshot is its own REPEATABLE READ
 READ ONLY transaction. Every database failure surfaces as :class:`StorageError`.
@@ -144,7 +147,7 @@ class PostgresStorage:
     @contextmanager
     def transaction(self) -> Iterator[PostgresTransaction]:
         try:
-            with self._pool.connection() as conn, conn.transaction():
+            with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
                 serving = store.lock_head(conn)
                 if self._node is not None and serving != self._node[0]:
                     raise StorageError("another tenure node now serves this database")

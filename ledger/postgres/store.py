@@ -128,7 +128,8 @@ def add_api_key(conn: Conn, digest: bytes, tenant: str, name: str, created_at: i
 
 
 def revoke_api_key(conn: Conn, digest: bytes) -> bool:
-    return conn.execute("DELETE FROM api_keys WHERE key_digest = %s", (digest,)).rowcount > 0
+    sql = "DELETE FROM api_keys WHERE key_digest = %s RETURNING key_digest"
+    return conn.execute(sql, (digest,)).fetchone() is not None  # rowcount waits in a pipeline
 
 
 def claim_head(conn: Conn, node: str) -> None:
