@@ -136,7 +136,7 @@ def _terminate_sessions(url: str) -> None:
     """End every tenure session on the server, as a restart or a fail-over would."""
     with psycopg.connect(url, autocommit=True) as admin:
         admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
             " WHERE application_name = 'tenure' AND datname = current_database()"
             " AND pid <> pg_backend_pid()"
         )

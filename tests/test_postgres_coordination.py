@@ -40,9 +40,9 @@ def test_another_node_takes_over_when_the_leaders_session_ends(
 ) -> None:
     a, b = leaders
     assert a.try_lead() and not b.try_lead()
-    with psycopg.connect(postgres_url, autocommit=True) as admin:  # as if node a were killed
+    with psycopg.connect(postgres_url, autocommit=True) as admin:  # a killed; waits for its exit
         admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_locks"
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_locks"
             " WHERE locktype = 'advisory' AND granted AND database ="
             " (SELECT oid FROM pg_database WHERE datname = current_database())"
         )
