@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from api.database_option import add_database_option, ledger_location, ledger_name
 from api.progress import Progress
 
 NO_LEDGER = "no ledger in {} (give the folder `tenure serve --data` uses)"
@@ -35,6 +36,7 @@ def add_parsers(commands: Any) -> None:
     revoke.add_argument("name", help="the key's name, as given to `create`")
     for sub in (create, listing, revoke):
         sub.add_argument("--data", type=Path, default=Path("data"), help="ledger folder")
+        add_database_option(sub)
     _add_export(commands)
     _add_audit(commands)
 
@@ -42,6 +44,7 @@ def add_parsers(commands: Any) -> None:
 def _add_export(commands: Any) -> None:
     export = commands.add_parser("export", help="write the ledger as JSON Lines for `audit`")
     export.add_argument("--data", type=Path, default=Path("data"), help="ledger folder")
+    add_database_option(export)
     export.add_argument("--out", type=Path, required=True, help="the export file to write")
     export.add_argument(
         "--keys",
@@ -76,16 +79,30 @@ def refuse(message: str) -> int:
     return 2
 
 
+def _missing_ledger(args: argparse.Namespace) -> int | None:
+    """Exit 2 if the ledger (``--data`` folder or ``--database``) does not exist yet, 1 if the
+    database cannot be reached; None when it is there."""
+    from ledger.storage import StorageError, storage_exists
+
+    try:
+        found = storage_exists(ledger_location(args))
+    except StorageError as error:
+        print(f"tenure: {error}", file=sys.stderr)
+        return 1
+    return None if found else refuse(NO_LEDGER.format(ledger_name(args)))
+
+
 def apikey_main(args: argparse.Namespace) -> int:
     """``tenure apikey create|list|revoke``."""
     from api.tenancy import create_api_key
-    from ledger.storage import open_storage, storage_exists
+    from ledger.storage import open_storage
 
-    if not storage_exists(args.data):
-        return refuse(NO_LEDGER.format(args.data))
     if args.action != "list" and not _valid_name(args.name):
         return refuse("NAME must be 1..128 printable characters without '/'")
-    storage = open_storage(args.data)
+    problem = _missing_ledger(args)
+    if problem is not None:
+        return problem
+    storage = open_storage(ledger_location(args))
     try:
         if args.action == "list":
             return _list_keys(storage)
@@ -149,12 +166,13 @@ def keys_main(args: argparse.Namespace) -> int:
 def export_main(args: argparse.Namespace) -> int:
     """``tenure export``: the whole ledger as JSON Lines, with a bar on a terminal."""
     from ledger.export import export_ledger
-    from ledger.storage import open_storage, storage_exists
+    from ledger.storage import open_storage
 
-    if not storage_exists(args.data):
-        return refuse(NO_LEDGER.format(args.data))
+    problem = _missing_ledger(args)
+    if problem is not None:
+        return problem
     started = time.monotonic()
-    storage = open_storage(args.data)
+    storage = open_storage(ledger_location(args))
     try:
         key = _log_key(storage, args.keys)
         if key is None:

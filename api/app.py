@@ -85,6 +85,7 @@ def runtime_config(settings: Settings, clock: Callable[[], int] = now_ms) -> Run
     return RuntimeConfig(
         clock=clock,
         data_dir=settings.data_dir,
+        database=settings.database,
         keys_dir=settings.keys_dir,
         origin=settings.origin,
         limits=Limits(settings.ttl_max_seconds, settings.lifecycle_seconds),

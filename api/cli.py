@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from api import admin_cli, monitor
+from api.database_option import add_database_option, ledger_location
 from api.lease_run import add_lease_parser, lease_main, split_command
 from api.mcp_cli import add_mcp_parser, mcp_main
 
@@ -26,6 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--data", type=Path, default=Path("data"), help="ledger folder")
+    add_database_option(serve)
     serve.add_argument("--keys", type=Path, default=Path("keys"), help="key folder")
     serve.add_argument("--require-api-key", action="store_true", help="refuse callers without one")
     serve.add_argument("--no-anonymous", action="store_true", help="turn the anonymous tenant off")
@@ -93,12 +95,13 @@ def _serve(args: argparse.Namespace) -> int:
     if not (args.read_timeout > 0 and args.max_header_bytes >= 1024):
         print("tenure: --read-timeout must be > 0, --max-header-bytes >= 1024", file=sys.stderr)
         return 2
-    problem = _storage_problem(args.data, args.keys)
+    problem = _storage_problem(args, args.keys)
     if problem is not None:
         print(f"tenure: {problem}", file=sys.stderr)
         return 2
     settings = Settings(
         data_dir=args.data,
+        database=args.database,
         keys_dir=args.keys,
         require_api_key=args.require_api_key,
         allow_anonymous=not args.no_anonymous,
@@ -122,20 +125,22 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _storage_problem(data: Path, keys: Path) -> str | None:
+def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
     """Why the ledger or the keys cannot be written, said before the server starts (a read-only
     folder is an operator's mistake, not a traceback)."""
     from ledger.keyring import load_or_create_secret
     from ledger.storage import StorageError, open_storage
 
     try:
-        storage = open_storage(data)
+        storage = open_storage(ledger_location(args), exclusive=True)
         try:
             storage.check_writable()
         finally:
             storage.close()
     except (OSError, StorageError) as error:
-        return f"cannot write the ledger in {data}: {error} (it needs a writable folder)"
+        if args.database is not None:
+            return f"cannot use the ledger database: {error}"
+        return f"cannot write the ledger in {args.data}: {error} (it needs a writable folder)"
     try:
         load_or_create_secret(keys)
     except OSError as error:

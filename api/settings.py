@@ -12,6 +12,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TENURE_")
 
     data_dir: Path = Path("data")
+    database: str | None = None
+    """A ``postgresql://`` URL (``TENURE_DATABASE``): the ledger lives there, not in data_dir."""
     keys_dir: Path = Path("keys")
     origin: str | None = None
     require_api_key: bool = False

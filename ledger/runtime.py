@@ -14,13 +14,14 @@ service in a few lines::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.calls import Limits, now_ms
+from ledger.calls import Limits, StorageUnavailable, now_ms
 from ledger.keyring import (
     load_or_create_secret,
     load_signing_keys,
@@ -43,10 +44,12 @@ by ``checkpoint_interval``): readers cannot make the log sign and fsync faster t
 
 @dataclass(frozen=True)
 class RuntimeConfig:
-    """Where the ledger and keys live, the limits, the task intervals and the clock (ms)."""
+    """Where the ledger and keys live, the limits, the task intervals and the clock (ms).
+    ``database``: a ``postgresql://`` URL; the ledger is there rather than in ``data_dir``."""
 
     data_dir: Path
     keys_dir: Path
+    database: str | None = None
     origin: str | None = None
     limits: Limits = field(default_factory=Limits)
     sweep_interval: float = 0.1
@@ -78,8 +81,9 @@ class Runtime:
 
     @classmethod
     def open(cls, config: RuntimeConfig) -> Runtime:
-        """Open the storage at ``config.data_dir`` and wire everything over it."""
-        storage = open_storage(config.data_dir)
+        """Open the storage (``config.database``, else ``config.data_dir``) as the serving
+        process and wire everything over it."""
+        storage = open_storage(config.database or config.data_dir, exclusive=True)
         try:
             return cls(config, storage)
         except BaseException:
@@ -165,8 +169,13 @@ class Runtime:
         rotate(self, key)
 
     async def _sweep(self) -> None:
-        if self.service.healthy:  # else the writer is recovering: the next round sweeps
+        if self.service.healthy:
             self.service.sweep(self.clock())
+            return
+        # The writer failed: try to recover now rather than at the next request, so a node whose
+        # database came back turns healthy by itself even while /healthz keeps traffic away.
+        with contextlib.suppress(StorageUnavailable):
+            self.service.committer  # noqa: B018 - the property starts the recovery
 
     async def _seal(self) -> None:
         """Seal the log periodically, as transparency logs publish tree heads, so entries do not

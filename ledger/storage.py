@@ -1,8 +1,9 @@
 """The storage seam (docs/decisions/0005): what the ledger needs from a durable backend.
 
 Every write happens inside :meth:`Storage.transaction`: one write transaction that the backend
-serializes against every other writer (SQLite: ``BEGIN IMMEDIATE`` on the one file; PostgreSQL
-later: row and advisory locks) and commits durably on exit, or rolls back if the block raises.
+serializes against every other writer (SQLite: ``BEGIN IMMEDIATE`` on the one file;
+PostgreSQL: the ``log_head`` row lock, ``ledger/postgres/``) and commits durably on exit, or
+rolls back if the block raises.
 The group committer (``ledger/committer.py``) runs every batch queued since its last commit in
 one such transaction. Reads outside a transaction see only committed data. A backend lives in
 its own subpackage (``ledger/sqlite/``), is opened by :func:`open_storage`, and passes the
@@ -11,6 +12,7 @@ contract suite ``tests/test_storage_contract.py``; nothing above this module kno
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -168,19 +170,45 @@ class Storage(Protocol):
     def close(self) -> None: ...
 
 
-def open_storage(data_dir: Path) -> Storage:
-    """The ledger's backend at ``data_dir`` (created if needed); the one place a later
-    ``--database postgresql://…`` picks another backend."""
+def open_storage(location: Path | str, *, exclusive: bool = False) -> Storage:
+    """The ledger's backend: a ``postgresql://`` URL opens PostgreSQL (``ledger/postgres/``),
+    anything else is the SQLite folder (created if needed). ``exclusive``: opened by the serving
+    process, which a PostgreSQL database allows one of until several nodes can share it
+    (docs/postgres.md); SQLite ignores it."""
+    if is_database_url(location):
+        _require_psycopg()
+        from ledger.postgres import PostgresStorage
+
+        return PostgresStorage.open(str(location), exclusive=exclusive)
     from ledger.sqlite import SQLiteStorage
 
-    return SQLiteStorage.open(data_dir)
+    return SQLiteStorage.open(Path(location))
 
 
-def storage_exists(data_dir: Path) -> bool:
-    """Whether ``data_dir`` already holds a ledger."""
+def storage_exists(location: Path | str) -> bool:
+    """Whether ``location`` (a SQLite folder or a ``postgresql://`` URL) already holds a ledger."""
+    if is_database_url(location):
+        _require_psycopg()
+        from ledger.postgres import exists as postgres_exists
+
+        return postgres_exists(str(location))
     from ledger.sqlite import exists
 
-    return exists(data_dir)
+    return exists(Path(location))
+
+
+def is_database_url(location: object) -> bool:
+    """Whether ``location`` names a PostgreSQL database rather than a SQLite folder."""
+    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
+
+
+def _require_psycopg() -> None:
+    """The PostgreSQL backend needs the ``[postgres]`` extra: say so rather than a traceback."""
+    for module in ("psycopg", "psycopg_pool"):
+        if importlib.util.find_spec(module) is None:
+            raise StorageError(
+                f"a postgresql:// ledger needs {module}: pip install 'tenure[postgres]'"
+            )
 
 
 def default_origin(log_id: str) -> str:

@@ -51,12 +51,20 @@ class PostgresServer:
         if self._as_root:
             shutil.chown(self.root, "postgres", "postgres")
         self._run("initdb", "-D", str(self.root / "data"), "-A", "trust", "-U", USER, "-E", "UTF8")
+        self.resume()
+        return self
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data: clients see the database lost."""
+        self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start the server on its data (after :meth:`pause`, the same databases)."""
         options = f"-k {self.root} -c listen_addresses= -c max_connections=200"
         self._run(
             "pg_ctl", "-D", str(self.root / "data"), "-o", options, "-l", str(self.log), "-w",
             "start",
         )  # fmt: skip
-        return self
 
     @property
     def log(self) -> Path:

@@ -1,7 +1,8 @@
 """The storage contract (ledger/storage.py, docs/decisions/0005), run against every backend.
 
-Each backend is opened on a real store (SQLite: a real file in tmp_path); a second backend adds
-one entry to ``BACKENDS`` and must pass every test here unchanged.
+Each backend is opened on a real store (SQLite: a real file in tmp_path; PostgreSQL: a fresh
+database on the real server the suite starts, tests/postgres.py); a backend is one entry in
+``BACKENDS`` and passes every test here unchanged.
 """
 
 from __future__ import annotations
@@ -31,20 +32,38 @@ from ledger.changes import (
 )
 from ledger.committer import GroupCommitter
 from ledger.leases import Completion, Lease, Resource
-from ledger.sqlite import SQLiteStorage
-from ledger.storage import ApiKeyRecord, KeyRecord, Storage, StorageError, Transaction
+from ledger.storage import (
+    ApiKeyRecord,
+    KeyRecord,
+    Storage,
+    StorageError,
+    Transaction,
+    open_storage,
+)
 
-Opener = Callable[[Path], Storage]
-BACKENDS: dict[str, Opener] = {"sqlite": SQLiteStorage.open}
+Location = Callable[[pytest.FixtureRequest, Path], "Path | str"]
+
+
+def _sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    return tmp_path / "data"  # a real file
+
+
+def _postgres(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    return str(request.getfixturevalue("postgres_url"))  # a fresh database on a real server
+
+
+BACKENDS: dict[str, Location] = {"sqlite": _sqlite, "postgres": _postgres}
+"""Where each backend keeps a fresh ledger for one test; ``open_storage`` picks the backend."""
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 def reopen(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Storage]]:
     """Opens the backend on the same location again each call; closes them all afterwards."""
+    location = BACKENDS[request.param](request, tmp_path)
     opened: list[Storage] = []
 
     def open_again() -> Storage:
-        opened.append(BACKENDS[request.param](tmp_path / "data"))
+        opened.append(open_storage(location))
         return opened[-1]
 
     yield open_again

@@ -1,0 +1,261 @@
+"""``PostgresStorage``: the storage Protocol over one PostgreSQL database (docs/postgres.md).
+
+Writes go through a psycopg pool: each :meth:`PostgresStorage.transaction` takes a connection,
+begins, and first locks the one ``log_head`` row, which serializes every writer of the database —
+one log index sequence, one tree (docs/decisions/0005). The transaction runs in pipeline mode:
+statements whose result nobody reads are sent without waiting for each reply (a read waits for
+everything before it), so a group commit of many events costs few round trips; a refused
+statement fails the transaction at the latest when it commits. Commits are durable
+(``synchronous_commit = on`` on every session). Reads of the loop thread go through one
+reconnecting connection (``connection.Reader``); the export snapshot is its own REPEATABLE READ
+READ ONLY transaction. Every database failure surfaces as :class:`StorageError`.
+
+Until decisions move into the transaction (issue 10), lease state is authoritative in one
+process's memory, so one serving node per database: a serving node (``exclusive=True``) holds a
+session advisory lock — a second one refuses to start — and names itself in ``log_head``, so
+that even after the lock was lost (the server restarted) a node that is no longer the named one
+has its writes refused rather than diverge.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from ledger.changes import Change
+from ledger.leases import Resource
+from ledger.postgres import reads, store
+from ledger.postgres.connection import (
+    CONNECT_TIMEOUT,
+    Conn,
+    Reader,
+    configure,
+    connect,
+    is_database_url,
+    redact,
+)
+from ledger.postgres.schema import has_ledger, migrate
+from ledger.state import Committed
+from ledger.storage import ApiKeyRecord, CheckpointRecord, KeyRecord, RequestRecord, StorageError
+
+__all__ = ["PostgresStorage", "exists", "is_database_url"]
+
+NODE_LOCK = 0x7465_6E75_7265_0002  # pg_try_advisory_lock key of the serving node
+T = TypeVar("T")
+
+
+def exists(url: str) -> bool:
+    """Whether the database at ``url`` already holds a ledger."""
+    try:
+        with connect(url) as conn:
+            return has_ledger(conn)
+    except psycopg.Error as error:
+        raise StorageError(f"cannot reach {redact(url)}: {error}") from error
+
+
+class PostgresTransaction:
+    """One write transaction holding the ``log_head`` row lock."""
+
+    def __init__(self, conn: Conn) -> None:
+        self.conn = conn
+
+    def apply(self, change: Change) -> None:
+        store.apply(self.conn, change)
+
+    def tree_size(self) -> int:
+        return reads.tree_size(self.conn)
+
+    def node(self, level: int, index: int) -> bytes:
+        return reads.node(self.conn, level, index)
+
+    def resource(self, tenant: str, name: str) -> Resource | None:
+        return reads.resource(self.conn, tenant, name)
+
+    def request(self, tenant: str, request_id: str) -> RequestRecord | None:
+        return reads.request(self.conn, tenant, request_id)
+
+
+class PostgresSnapshot:
+    """A REPEATABLE READ READ ONLY transaction: every read sees the database as of its first."""
+
+    def __init__(self, conn: Conn) -> None:
+        self._conn = conn
+
+    def tree_size(self) -> int:
+        return reads.tree_size(self._conn)
+
+    def node(self, level: int, index: int) -> bytes:
+        return reads.node(self._conn, level, index)
+
+    def log_id(self) -> str:
+        return reads.log_id(self._conn)
+
+    def signing_keys(self) -> list[KeyRecord]:
+        return reads.keys(self._conn)
+
+    def entries(self, end: int) -> Iterator[tuple[int, bytes]]:
+        return reads.stream_entries(self._conn, end)
+
+    def checkpoints(self, up_to: int) -> Iterator[CheckpointRecord]:
+        return iter(reads.checkpoints(self._conn, 0, up_to, None))
+
+    def latest_checkpoint(self) -> CheckpointRecord | None:
+        return reads.latest_checkpoint(self._conn)
+
+
+class PostgresStorage:
+    """The ledger in the PostgreSQL database at ``url``."""
+
+    def __init__(self, url: str, pool: ConnectionPool[Conn], node: tuple[str, Conn] | None):
+        self.url = url
+        self._pool = pool
+        self._reader = Reader(url)
+        self._node = node
+
+    @classmethod
+    def open(cls, url: str, *, exclusive: bool = False, timeout: float = 5.0) -> PostgresStorage:
+        """Open (creating and migrating the schema if needed). ``exclusive``: as the serving
+        node, refused while another node serves the database. ``timeout``: seconds a write waits
+        for a connection before the storage is unavailable. Failures raise
+        :class:`StorageError` saying why, without the URL's password."""
+        try:
+            conn = connect(url)
+        except psycopg.Error as error:
+            raise StorageError(f"cannot reach {redact(url)}: {error}") from error
+        try:
+            migrate(conn)
+            node = _claim(conn, url) if exclusive else None
+        except BaseException as error:
+            conn.close()
+            if isinstance(error, psycopg.Error):
+                raise StorageError(f"cannot open the ledger in {redact(url)}: {error}") from error
+            raise
+        if node is None:
+            conn.close()
+        return cls(url, _pool(url, timeout), node)
+
+    def check_writable(self) -> None:
+        """Take and drop the log-head lock: raises :class:`StorageError` if writes are refused."""
+        with self.transaction():
+            pass
+
+    @contextmanager
+    def transaction(self) -> Iterator[PostgresTransaction]:
+        try:
+            with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
+                serving = store.lock_head(conn)
+                if self._node is not None and serving != self._node[0]:
+                    raise StorageError("another tenure node now serves this database")
+                yield PostgresTransaction(conn)
+        except psycopg.Error as error:
+            raise StorageError(f"the ledger database refused a write: {error}") from error
+
+    def _read(self, read: Callable[[Conn], T]) -> T:
+        return self._reader.run(read)
+
+    def tree_size(self) -> int:
+        return self._read(reads.tree_size)
+
+    def node(self, level: int, index: int) -> bytes:
+        return self._read(lambda conn: reads.node(conn, level, index))
+
+    def entry(self, index: int) -> bytes | None:
+        return self._read(lambda conn: reads.entry(conn, index))
+
+    def entries(self, start: int, end: int) -> list[tuple[int, bytes]]:
+        return self._read(lambda conn: reads.entries(conn, start, end))
+
+    def latest_checkpoint(self) -> CheckpointRecord | None:
+        return self._read(reads.latest_checkpoint)
+
+    def checkpoint(self, tree_size: int) -> CheckpointRecord | None:
+        return self._read(lambda conn: reads.checkpoint(conn, tree_size))
+
+    def checkpoints(self, start: int, limit: int) -> list[CheckpointRecord]:
+        return self._read(lambda conn: reads.checkpoints(conn, start, 2**63 - 1, limit))
+
+    def signing_keys(self) -> list[KeyRecord]:
+        return self._read(reads.keys)
+
+    def record_key_use(self, key: KeyRecord) -> None:
+        with self.transaction() as tx:
+            store.record_key_use(tx.conn, key.did, key.public_key, key.multikey, key.valid_from)
+
+    def api_key_tenant(self, digest: bytes) -> str | None:
+        return self._read(lambda conn: reads.api_key_tenant(conn, digest))
+
+    def add_api_key(self, record: ApiKeyRecord) -> None:
+        with self.transaction() as tx:
+            store.add_api_key(tx.conn, record.digest, record.tenant, record.name, record.created_at)
+
+    def api_keys(self) -> list[ApiKeyRecord]:
+        return self._read(reads.api_keys)
+
+    def revoke_api_key(self, digest: bytes) -> bool:
+        with self.transaction() as tx:
+            return store.revoke_api_key(tx.conn, digest)
+
+    def log_id(self) -> str:
+        return self._read(reads.log_id)
+
+    def load_live(self) -> Committed:
+        """Read in one REPEATABLE READ transaction: resources, leases and tree agree."""
+        return self._read(lambda conn: _repeatable(conn, reads.load_live))
+
+    @contextmanager
+    def export_snapshot(self) -> Iterator[PostgresSnapshot]:
+        try:
+            with connect(self.url) as conn, conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                yield PostgresSnapshot(conn)
+        except psycopg.Error as error:
+            raise StorageError(f"cannot read the ledger snapshot: {error}") from error
+
+    def close(self) -> None:
+        self._reader.close()
+        self._pool.close()
+        if self._node is not None:
+            self._node[1].close()  # ends the session: the advisory lock is released
+
+
+def _repeatable(conn: Conn, read: Callable[[Conn], T]) -> T:
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        return read(conn)
+
+
+def _claim(conn: Conn, url: str) -> tuple[str, Conn]:
+    """Become the serving node: the advisory lock held on ``conn`` for this node's life."""
+    if not store.try_node_lock(conn, NODE_LOCK):
+        raise StorageError(
+            f"another tenure node is serving {redact(url)}: until several nodes can share one"
+            " database (docs/postgres.md), run one `tenure serve --database` per database"
+        )
+    node = secrets.token_hex(8)
+    store.claim_head(conn, node)
+    return node, conn
+
+
+def _pool(url: str, timeout: float) -> ConnectionPool[Conn]:
+    pool: ConnectionPool[Conn] = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=4,
+        kwargs={
+            "autocommit": True,
+            "connect_timeout": CONNECT_TIMEOUT,
+            "application_name": "tenure",
+        },
+        configure=configure,
+        check=ConnectionPool.check_connection,
+        timeout=timeout,
+        name="tenure-writer",
+        open=False,
+    )
+    pool.open(wait=False)
+    return pool

@@ -1,0 +1,153 @@
+"""PostgreSQL reads: plain functions of a connection, inside or outside a transaction."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+
+from ledger.leases import Completion, Lease, Resource
+from ledger.merkle import CompactRange
+from ledger.state import Committed
+from ledger.storage import ApiKeyRecord, CheckpointRecord, KeyRecord, RequestRecord
+
+Conn = psycopg.Connection[Any]
+
+_CHECKPOINT = "SELECT tree_size, root_hash, timestamp, note, key_did FROM checkpoints"
+_RESOURCE = (
+    "SELECT tenant, name, capacity, max_token, lifecycle_end, fingerprint, result, completed_at,"
+    " completed_fingerprint FROM resources"
+)
+_LEASE = (
+    "SELECT tenant, resource, holder, fencing_token, owner_digest, expires_at, scope, lease_id"
+    " FROM leases"
+)
+
+
+def tree_size(conn: Conn) -> int:
+    row = conn.execute("SELECT max(idx) FROM entries").fetchone()
+    return 0 if row is None or row[0] is None else int(row[0]) + 1
+
+
+def node(conn: Conn, level: int, index: int) -> bytes:
+    sql = "SELECT hash FROM tree_nodes WHERE level = %s AND idx = %s"
+    row = conn.execute(sql, (level, index)).fetchone()
+    if row is None:
+        raise KeyError((level, index))
+    return bytes(row[0])
+
+
+def entry(conn: Conn, index: int) -> bytes | None:
+    row = conn.execute("SELECT leaf FROM entries WHERE idx = %s", (index,)).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def entries(conn: Conn, start: int, end: int) -> list[tuple[int, bytes]]:
+    sql = "SELECT idx, leaf FROM entries WHERE idx >= %s AND idx < %s ORDER BY idx"
+    return [(int(idx), bytes(leaf)) for idx, leaf in conn.execute(sql, (start, end))]
+
+
+def stream_entries(conn: Conn, end: int) -> Iterator[tuple[int, bytes]]:
+    """Entries ``[0, end)`` through a server-side cursor: memory stays flat for any ledger."""
+    sql = "SELECT idx, leaf FROM entries WHERE idx < %s ORDER BY idx"
+    with conn.cursor(name="tenure_export") as cur:
+        cur.itersize = 2000
+        for idx, leaf in cur.execute(sql, (end,)):
+            yield int(idx), bytes(leaf)
+
+
+def _checkpoint(row: Any) -> CheckpointRecord:
+    return CheckpointRecord(int(row[0]), bytes(row[1]), int(row[2]), row[3], row[4])
+
+
+def latest_checkpoint(conn: Conn) -> CheckpointRecord | None:
+    row = conn.execute(_CHECKPOINT + " ORDER BY tree_size DESC LIMIT 1").fetchone()
+    return None if row is None else _checkpoint(row)
+
+
+def checkpoint(conn: Conn, size: int) -> CheckpointRecord | None:
+    row = conn.execute(_CHECKPOINT + " WHERE tree_size = %s", (size,)).fetchone()
+    return None if row is None else _checkpoint(row)
+
+
+def checkpoints(conn: Conn, start: int, stop: int, limit: int | None) -> list[CheckpointRecord]:
+    """Checkpoints with ``start <= tree_size <= stop``, smallest first (``limit`` None: all)."""
+    sql = _CHECKPOINT + " WHERE tree_size >= %s AND tree_size <= %s ORDER BY tree_size LIMIT %s"
+    return [_checkpoint(row) for row in conn.execute(sql, (start, stop, limit))]
+
+
+def keys(conn: Conn) -> list[KeyRecord]:
+    sql = "SELECT did, public_key, multikey, valid_from, valid_until FROM signing_keys"
+    rows = conn.execute(sql + " ORDER BY valid_from, did")
+    return [KeyRecord(did, bytes(pub), multi, start, end) for did, pub, multi, start, end in rows]
+
+
+def api_key_tenant(conn: Conn, digest: bytes) -> str | None:
+    sql = "SELECT tenant FROM api_keys WHERE key_digest = %s"
+    row = conn.execute(sql, (digest,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def api_keys(conn: Conn) -> list[ApiKeyRecord]:
+    sql = "SELECT key_digest, tenant, name, created_at FROM api_keys ORDER BY created_at"
+    return [ApiKeyRecord(bytes(d), t, n, c) for d, t, n, c in conn.execute(sql)]
+
+
+def log_id(conn: Conn) -> str:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'log_id'").fetchone()
+    assert row is not None, "the ledger has no log_id (schema.py sets it)"
+    return str(row[0])
+
+
+def request(conn: Conn, tenant: str, request_id: str) -> RequestRecord | None:
+    sql = "SELECT request_digest, answer, created_at FROM idempotency"
+    row = conn.execute(
+        sql + " WHERE tenant = %s AND request_id = %s", (tenant, request_id)
+    ).fetchone()
+    return None if row is None else RequestRecord(bytes(row[0]), json.loads(row[1]), row[2])
+
+
+def resource(conn: Conn, tenant: str, name: str) -> Resource | None:
+    row = conn.execute(_RESOURCE + " WHERE tenant = %s AND name = %s", (tenant, name)).fetchone()
+    if row is None:
+        return None
+    found = _resource(row)
+    where = " WHERE tenant = %s AND resource = %s ORDER BY fencing_token"
+    found.leases.extend(_lease(lease) for lease in conn.execute(_LEASE + where, (tenant, name)))
+    return found
+
+
+def load_live(conn: Conn) -> Committed:
+    """Everything the service keeps in memory, read back at start-up and after a failure."""
+    resources = {(r.tenant, r.name): r for r in map(_resource, conn.execute(_RESOURCE))}
+    for row in conn.execute(_LEASE + " ORDER BY tenant, resource, fencing_token"):
+        resources[(row[0], row[1])].leases.append(_lease(row))
+    idempotency = {
+        (t, r): (bytes(d), json.loads(a), c)
+        for t, r, d, a, c in conn.execute(
+            "SELECT tenant, request_id, request_digest, answer, created_at FROM idempotency"
+        )
+    }
+    sql = "SELECT tenant, scope, dead_ms, last_beat FROM scopes"
+    scopes = {(t, s): (d, b) for t, s, d, b in conn.execute(sql)}
+    tree = CompactRange.load(tree_size(conn), lambda level, idx: node(conn, level, idx))
+    return Committed(resources, idempotency, scopes, tree)
+
+
+def _lease(row: Any) -> Lease:
+    _, _, holder, token, digest, expires, scope, lease_id = row
+    return Lease(holder, token, bytes(digest), expires, scope, lease_id)
+
+
+def _resource(row: Any) -> Resource:
+    tenant, name, capacity, max_token, end, fingerprint, result, done_at, done_fp = row
+    completion = None
+    if done_at is not None:
+        completion = Completion(json.loads(result), done_at, _blob(done_fp))
+    return Resource(tenant, name, capacity, max_token, end, _blob(fingerprint), completion)
+
+
+def _blob(value: bytes | None) -> bytes | None:
+    return None if value is None else bytes(value)

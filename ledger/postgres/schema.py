@@ -1,0 +1,106 @@
+"""PostgreSQL schema and migrations: numbered steps, each recorded in ``schema_version``.
+
+The tables mirror the SQLite ledger (``ledger/sqlite/store.py``) with PostgreSQL types, plus
+``log_head``: one row that every write transaction locks first (``SELECT … FOR UPDATE``), so
+appends are serialized across connections and nodes — one log index sequence, one tree
+(docs/decisions/0005, docs/postgres.md). ``entries`` and ``tree_nodes`` are append-only in the
+database itself: triggers refuse UPDATE, DELETE and TRUNCATE whoever connects.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+
+import psycopg
+
+from ledger.storage import StorageError
+
+SCHEMA_VERSION = 1
+MIGRATION_LOCK = 0x7465_6E75_7265_0001  # pg_advisory_xact_lock key: "tenure" + 1
+"""Held while migrating, so nodes starting together create the schema once."""
+
+_TABLES = """
+CREATE TABLE entries(idx bigint PRIMARY KEY, leaf bytea NOT NULL);
+CREATE TABLE tree_nodes(level integer NOT NULL, idx bigint NOT NULL, hash bytea NOT NULL,
+    PRIMARY KEY(level, idx));
+CREATE TABLE resources(tenant text NOT NULL, name text NOT NULL, capacity integer NOT NULL,
+    max_token bigint NOT NULL, lifecycle_end bigint, fingerprint bytea, result text,
+    completed_at bigint, completed_fingerprint bytea, PRIMARY KEY(tenant, name));
+CREATE TABLE leases(tenant text NOT NULL, resource text NOT NULL, fencing_token bigint NOT NULL,
+    holder text NOT NULL, owner_digest bytea NOT NULL, expires_at bigint NOT NULL, scope text,
+    lease_id bigint NOT NULL, PRIMARY KEY(tenant, resource, fencing_token));
+CREATE TABLE idempotency(tenant text NOT NULL, request_id text NOT NULL,
+    request_digest bytea NOT NULL, answer text NOT NULL, created_at bigint NOT NULL,
+    PRIMARY KEY(tenant, request_id));
+CREATE INDEX idempotency_created_at ON idempotency(created_at);
+CREATE TABLE scopes(tenant text NOT NULL, scope text NOT NULL, dead_ms bigint NOT NULL,
+    last_beat bigint NOT NULL, PRIMARY KEY(tenant, scope));
+CREATE TABLE signing_keys(did text PRIMARY KEY, public_key bytea NOT NULL,
+    multikey text NOT NULL, valid_from bigint NOT NULL, valid_until bigint);
+CREATE TABLE checkpoints(tree_size bigint PRIMARY KEY, root_hash bytea NOT NULL,
+    timestamp bigint NOT NULL, note text NOT NULL, key_did text NOT NULL);
+CREATE TABLE meta(key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE api_keys(key_digest bytea PRIMARY KEY, tenant text NOT NULL, name text NOT NULL,
+    created_at bigint NOT NULL);
+CREATE TABLE log_head(id integer PRIMARY KEY CHECK (id = 1), node text);
+INSERT INTO log_head VALUES (1, NULL);
+"""
+
+_APPEND_ONLY = """
+CREATE FUNCTION tenure_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = 'restrict_violation';
+END $$;
+"""
+
+
+def _v1(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    conn.execute(_TABLES)
+    conn.execute(_APPEND_ONLY)
+    for table in ("entries", "tree_nodes"):
+        conn.execute(
+            f"CREATE TRIGGER {table}_no_rewrite BEFORE UPDATE OR DELETE ON {table}"
+            " FOR EACH ROW EXECUTE FUNCTION tenure_append_only()"
+        )
+        conn.execute(
+            f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table}"
+            " FOR EACH STATEMENT EXECUTE FUNCTION tenure_append_only()"
+        )
+    conn.execute("INSERT INTO meta VALUES ('log_id', %s)", (secrets.token_hex(8),))
+
+
+MIGRATIONS: list[Callable[[psycopg.Connection[tuple[object, ...]]], None]] = [_v1]
+
+
+def migrate(conn: psycopg.Connection[tuple[object, ...]]) -> int:
+    """Bring the schema to SCHEMA_VERSION, each step in its own transaction and recorded in
+    ``schema_version``; an advisory lock makes concurrent starts wait for each other."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version(version integer PRIMARY KEY,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+    for step in range(_version(conn), SCHEMA_VERSION):
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            if _version(conn) != step:
+                continue  # another node applied it while this one waited
+            MIGRATIONS[step](conn)
+            conn.execute("INSERT INTO schema_version(version) VALUES (%s)", (step + 1,))
+    return SCHEMA_VERSION
+
+
+def _version(conn: psycopg.Connection[tuple[object, ...]]) -> int:
+    row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
+    version = 0 if row is None else int(str(row[0]))
+    if version > SCHEMA_VERSION:
+        raise StorageError(f"ledger schema {version} is newer than this server ({SCHEMA_VERSION})")
+    return version
+
+
+def has_ledger(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
+    """Whether this database already holds a tenure ledger (its ``meta`` table)."""
+    row = conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()
+    return bool(row and row[0])

@@ -1,0 +1,149 @@
+"""The change→SQL translation for PostgreSQL, inside the caller's write transaction.
+
+Each typed change (``ledger/changes.py``) becomes one prepared statement; psycopg prepares a
+statement on the server once it has run a few times on a connection. Rewrites of ``entries`` and
+``tree_nodes`` fail on their primary key or on the append-only triggers (``schema.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import psycopg
+
+from ledger.changes import (
+    AppendEntry,
+    ArmDeadMan,
+    Change,
+    DisarmDeadMan,
+    DropLease,
+    ForgetRequests,
+    PutCheckpoint,
+    PutLease,
+    PutNodes,
+    PutResource,
+    RememberRequest,
+    SetLeaseExpiry,
+)
+
+Conn = psycopg.Connection[Any]
+
+_COLUMNS: dict[type, tuple[str, ...]] = {}
+
+
+def _row(change: Change) -> tuple[object, ...]:
+    """The change's fields in declaration order, which is the column order of its statement."""
+    names = _COLUMNS.get(type(change))
+    if names is None:
+        names = _COLUMNS[type(change)] = tuple(field.name for field in fields(change))
+    return tuple(getattr(change, name) for name in names)
+
+
+_LEASE_KEY = "WHERE tenant = %s AND resource = %s AND fencing_token = %s"
+_PUT_RESOURCE = (
+    "INSERT INTO resources(tenant, name, capacity, max_token, lifecycle_end, fingerprint, result,"
+    " completed_at, completed_fingerprint) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT (tenant, name) DO UPDATE SET capacity = EXCLUDED.capacity,"
+    " max_token = EXCLUDED.max_token, lifecycle_end = EXCLUDED.lifecycle_end,"
+    " fingerprint = EXCLUDED.fingerprint, result = EXCLUDED.result,"
+    " completed_at = EXCLUDED.completed_at, completed_fingerprint = EXCLUDED.completed_fingerprint"
+)
+_PUT_LEASE = (
+    "INSERT INTO leases(tenant, resource, fencing_token, holder, owner_digest, expires_at, scope,"
+    " lease_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+)
+_REMEMBER = (
+    "INSERT INTO idempotency(tenant, request_id, request_digest, answer, created_at)"
+    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tenant, request_id) DO UPDATE SET"
+    " request_digest = EXCLUDED.request_digest, answer = EXCLUDED.answer,"
+    " created_at = EXCLUDED.created_at"
+)
+_ARM = (
+    "INSERT INTO scopes(tenant, scope, dead_ms, last_beat) VALUES (%s, %s, %s, %s)"
+    " ON CONFLICT (tenant, scope) DO UPDATE SET dead_ms = EXCLUDED.dead_ms,"
+    " last_beat = EXCLUDED.last_beat"
+)
+_CHECKPOINT = (
+    "INSERT INTO checkpoints(tree_size, root_hash, timestamp, note, key_did)"
+    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tree_size) DO NOTHING"
+)
+
+
+def apply(conn: Conn, change: Change) -> None:
+    """The PostgreSQL translation of one change, inside the caller's transaction."""
+    match change:
+        case AppendEntry():
+            sql = "INSERT INTO entries(idx, leaf) VALUES (%s, %s)"
+            conn.execute(sql, (change.index, change.leaf))
+        case PutNodes():
+            with conn.cursor() as cur:
+                sql = "INSERT INTO tree_nodes(level, idx, hash) VALUES (%s, %s, %s)"
+                cur.executemany(sql, change.nodes)
+        case PutResource():
+            conn.execute(_PUT_RESOURCE, _row(change))
+        case PutLease():
+            conn.execute(_PUT_LEASE, _row(change))
+        case DropLease():
+            conn.execute(f"DELETE FROM leases {_LEASE_KEY}", _row(change))
+        case SetLeaseExpiry():
+            key = (change.tenant, change.resource, change.fencing_token)
+            conn.execute(
+                f"UPDATE leases SET expires_at = %s {_LEASE_KEY}", (change.expires_at, *key)
+            )
+        case _:
+            _apply_rare(conn, change)
+
+
+def _apply_rare(conn: Conn, change: Change) -> None:
+    match change:
+        case RememberRequest():
+            conn.execute(_REMEMBER, _row(change))
+        case ForgetRequests():
+            conn.execute("DELETE FROM idempotency WHERE created_at < %s", (change.before,))
+        case ArmDeadMan():
+            conn.execute(_ARM, _row(change))
+        case DisarmDeadMan():
+            conn.execute("DELETE FROM scopes WHERE tenant = %s AND scope = %s", _row(change))
+        case PutCheckpoint():
+            conn.execute(_CHECKPOINT, _row(change))
+        case _:
+            raise TypeError(f"no PostgreSQL translation for {change!r}")
+
+
+def record_key_use(conn: Conn, did: str, public_key: bytes, multikey: str, start: int) -> None:
+    """``did`` signs from ``start``: every other open key's validity ends there."""
+    sql = "UPDATE signing_keys SET valid_until = %s WHERE valid_until IS NULL AND did <> %s"
+    conn.execute(sql, (start, did))
+    conn.execute(
+        "INSERT INTO signing_keys(did, public_key, multikey, valid_from, valid_until)"
+        " VALUES (%s, %s, %s, %s, NULL) ON CONFLICT (did) DO NOTHING",
+        (did, public_key, multikey, start),
+    )
+
+
+def add_api_key(conn: Conn, digest: bytes, tenant: str, name: str, created_at: int) -> None:
+    sql = "INSERT INTO api_keys(key_digest, tenant, name, created_at) VALUES (%s, %s, %s, %s)"
+    conn.execute(sql, (digest, tenant, name, created_at))
+
+
+def revoke_api_key(conn: Conn, digest: bytes) -> bool:
+    sql = "DELETE FROM api_keys WHERE key_digest = %s RETURNING key_digest"
+    return conn.execute(sql, (digest,)).fetchone() is not None  # rowcount waits in a pipeline
+
+
+def claim_head(conn: Conn, node: str) -> None:
+    """Name ``node`` the one writer: transactions of any other serving node are refused."""
+    conn.execute("UPDATE log_head SET node = %s WHERE id = 1", (node,))
+
+
+def lock_head(conn: Conn) -> str | None:
+    """Lock the log head for this transaction (serializing every writer); the serving node."""
+    row = conn.execute("SELECT node FROM log_head WHERE id = 1 FOR UPDATE").fetchone()
+    return None if row is None else row[0]
+
+
+def try_node_lock(conn: Conn, key: int) -> bool:
+    """A session advisory lock: held while this connection lives, released when it dies."""
+    row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+    return bool(row and row[0])

@@ -1,0 +1,142 @@
+"""What the PostgreSQL backend guarantees beyond the storage contract, on the real server.
+
+The contract suite (tests/test_storage_contract.py) already runs every Protocol method on
+PostgreSQL; these tests hold what only a shared database server adds: the append-only rule
+enforced against anyone who connects, durable commits whatever the database's default, recorded
+migrations, one serving node per database, reconnection after the server dropped the sessions,
+and URLs whose password never reaches a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from ledger.changes import AppendEntry, PutNodes, PutResource
+from ledger.postgres import PostgresStorage
+from ledger.postgres.connection import redact
+from ledger.postgres.schema import SCHEMA_VERSION
+from ledger.storage import StorageError, open_storage, storage_exists
+
+
+@pytest.fixture
+def storage(postgres_url: str) -> Iterator[PostgresStorage]:
+    opened = PostgresStorage.open(postgres_url)
+    with opened.transaction() as tx:
+        tx.apply(AppendEntry(0, b'{"e":0}'))
+        tx.apply(PutNodes(((0, 0, b"n" * 32),)))
+    yield opened
+    opened.close()
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE entries SET leaf = '\\x00'",
+        "DELETE FROM entries",
+        "TRUNCATE entries",
+        "UPDATE tree_nodes SET hash = '\\x00'",
+        "DELETE FROM tree_nodes",
+        "TRUNCATE tree_nodes",
+    ],
+)
+def test_the_database_refuses_to_rewrite_entries_and_nodes(
+    storage: PostgresStorage, postgres_url: str, statement: str
+) -> None:
+    with psycopg.connect(postgres_url) as conn, pytest.raises(psycopg.Error) as refused:
+        conn.execute(statement)
+    assert "append-only" in str(refused.value)
+    assert (storage.entry(0), storage.node(0, 0)) == (b'{"e":0}', b"n" * 32)
+
+
+def test_commits_are_durable_even_where_the_database_default_is_not(postgres_url: str) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        name = sql.Identifier(admin.info.dbname)
+        admin.execute(sql.SQL("ALTER DATABASE {} SET synchronous_commit = off").format(name))
+    storage = PostgresStorage.open(postgres_url)
+    try:
+        with storage.transaction() as tx:
+            row = tx.conn.execute("SHOW synchronous_commit").fetchone()
+        assert row == ("on",)
+    finally:
+        storage.close()
+
+
+def test_the_schema_is_migrated_once_and_its_versions_recorded(postgres_url: str) -> None:
+    assert storage_exists(postgres_url) is False
+    open_storage(postgres_url).close()
+    open_storage(postgres_url).close()
+    assert storage_exists(postgres_url) is True
+    with psycopg.connect(postgres_url) as conn:
+        versions = conn.execute("SELECT version FROM schema_version").fetchall()
+        conn.execute("INSERT INTO schema_version(version) VALUES (%s)", (SCHEMA_VERSION + 1,))
+    assert versions == [(SCHEMA_VERSION,)]
+    with pytest.raises(StorageError, match="newer than this server"):
+        open_storage(postgres_url)
+
+
+def test_one_serving_node_per_database(postgres_url: str) -> None:
+    first = open_storage(postgres_url, exclusive=True)
+    try:
+        with pytest.raises(StorageError, match="another tenure node is serving"):
+            open_storage(postgres_url, exclusive=True)
+        tool = open_storage(postgres_url)  # `tenure export` / `apikey create` still work
+        tool.check_writable()
+        tool.close()
+        first.check_writable()
+    finally:
+        first.close()
+    open_storage(postgres_url, exclusive=True).close()  # the lock went with the first node
+
+
+def test_a_node_that_lost_its_lock_cannot_write_once_another_took_over(
+    postgres_url: str,
+) -> None:
+    first = open_storage(postgres_url, exclusive=True)
+    _terminate_sessions(postgres_url)  # as a server restart would: the advisory lock is gone
+    second = open_storage(postgres_url, exclusive=True)
+    try:
+        with (
+            pytest.raises(StorageError, match="another tenure node now serves"),
+            first.transaction(),
+        ):
+            pass
+        second.check_writable()
+    finally:
+        first.close()
+        second.close()
+
+
+def test_reads_and_writes_reconnect_after_the_server_dropped_every_session(
+    storage: PostgresStorage, postgres_url: str
+) -> None:
+    assert storage.tree_size() == 1
+    _terminate_sessions(postgres_url)
+    assert storage.tree_size() == 1  # the reader's dead connection is replaced
+    with storage.transaction() as tx:  # the pool checks its connection before lending it
+        tx.apply(PutResource("t", "r", 1, 1, None, None, None, None, None))
+    assert storage.load_live().resources[("t", "r")].max_token == 1
+
+
+def test_an_unreachable_database_is_a_storage_error_without_the_password(
+    postgres: object, tmp_path: object
+) -> None:
+    url = f"postgresql://tenure:s3cret@/nowhere?host={tmp_path}&connect_timeout=1"
+    with pytest.raises(StorageError) as failed:
+        open_storage(url)
+    assert "s3cret" not in str(failed.value) and "***" in str(failed.value)
+    assert redact("postgresql://u:pw@db.example:5432/t") == "postgresql://u:***@db.example:5432/t"
+    assert redact("postgresql://u@db/t") == "postgresql://u@db/t"
+
+
+def _terminate_sessions(url: str) -> None:
+    """End every tenure session on the server, as a restart or a fail-over would."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
+            " WHERE application_name = 'tenure' AND datname = current_database()"
+            " AND pid <> pg_backend_pid()"
+        )
