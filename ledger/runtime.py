@@ -104,8 +104,8 @@ class Runtime:
         return signed
 
     async def _sweep(self) -> None:
-        if self.service.healthy:  # else the writer is recovering: the next round sweeps
-            self.service.sweep(self.clock())
+        """One sweep, awaited: a failed commit makes the task report failing and back off."""
+        await self.service.durable(self.service.sweep(self.clock()))
 
     async def _seal(self) -> None:
         """Seal the log periodically, as transparency logs publish tree heads, so entries do not

@@ -78,6 +78,20 @@ class Transaction(Protocol):
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None: ...
 
+    def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` distinct (tenant, resource) holding a lease with ``expires_at <= now``
+        (an index on ``expires_at``: the sweeper never walks every lease)."""
+        ...
+
+    def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` armed dead-man switches (tenant, scope) whose deadline
+        ``last_beat + dead_ms`` is ``<= now`` (an index on the deadline)."""
+        ...
+
+    def scope_resources(self, tenant: str, scope: str) -> list[str]:
+        """The names of the tenant's resources holding a lease in ``scope``, sorted."""
+        ...
+
 
 class Snapshot(Protocol):
     """A consistent read view of the whole ledger (``tenure export``)."""

@@ -99,6 +99,24 @@ def resource(conn: sqlite3.Connection, tenant: str, name: str) -> Resource | Non
     return found
 
 
+def expired_leases(conn: sqlite3.Connection, now: int, limit: int) -> list[tuple[str, str]]:
+    sql = "SELECT tenant, resource FROM leases INDEXED BY leases_expires_at WHERE expires_at <= ?"
+    rows = conn.execute(sql + " ORDER BY expires_at LIMIT ?", (now, limit))
+    return list(dict.fromkeys((str(t), str(r)) for t, r in rows))
+
+
+def due_scopes(conn: sqlite3.Connection, now: int, limit: int) -> list[tuple[str, str]]:
+    sql = "SELECT tenant, scope FROM scopes INDEXED BY scopes_deadline"
+    sql += " WHERE last_beat + dead_ms <= ? LIMIT ?"
+    return [(str(t), str(s)) for t, s in conn.execute(sql, (now, limit))]
+
+
+def scope_resources(conn: sqlite3.Connection, tenant: str, scope: str) -> list[str]:
+    sql = "SELECT DISTINCT resource FROM leases INDEXED BY leases_scope"
+    sql += " WHERE tenant = ? AND scope = ? ORDER BY resource"
+    return [str(r) for (r,) in conn.execute(sql, (tenant, scope))]
+
+
 def load_live(conn: sqlite3.Connection) -> Committed:
     """Everything the service keeps in memory, read back at start-up and after a failure."""
     rows = conn.execute("SELECT * FROM resources")

@@ -33,7 +33,7 @@ from ledger.changes import (
 )
 from ledger.storage import StorageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "tenure.db"
 
 
@@ -99,7 +99,15 @@ def _v1(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1]
+def _v2(db: sqlite_utils.Database) -> None:
+    """The indexes the sweeper and scopes query by (docs/decisions/0006): nothing of it is
+    kept in memory any more."""
+    db.execute("CREATE INDEX leases_expires_at ON leases(expires_at)")
+    db.execute("CREATE INDEX leases_scope ON leases(tenant, scope) WHERE scope IS NOT NULL")
+    db.execute("CREATE INDEX scopes_deadline ON scopes(last_beat + dead_ms)")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]
 
 
 def migrate(conn: sqlite3.Connection) -> int:
