@@ -6,6 +6,8 @@ Exit codes: 0 success, 1 the operation failed, 2 bad usage.
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--origin", help="checkpoint origin line (default: unique per log)")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="worker processes sharing the ledger (default: one per core; 1 serves in-process)",
+    )
+    serve.add_argument("--fd", type=int, help=argparse.SUPPRESS)  # a worker's inherited socket
+    serve.add_argument("--parent", type=int, help=argparse.SUPPRESS)
     keys = commands.add_parser("keys", help="show or rotate the signing key")
     key_actions = keys.add_subparsers(dest="action", required=True)
     for action, text in (("show", "print the active key"), ("rotate", "add a new signing key")):
@@ -82,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     argv, command = split_command(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     if args.command == "serve":
-        return _serve(args)
+        return _serve(args, argv[1:])
     if args.command == "apikey":
         return _apikey(args)
     if args.command == "keys":
@@ -100,19 +110,48 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace, argv: list[str]) -> int:
+    from api import workers
+
+    if not 1 <= args.ttl_max <= 86400:
+        print("tenure: --ttl-max must be 1..86400", file=sys.stderr)
+        return 2
+    if args.workers < 1:
+        print("tenure: --workers must be at least 1", file=sys.stderr)
+        return 2
+    if args.fd is not None:  # a worker of `--workers N`: the parent set everything up
+        workers.die_with_parent(args.parent)
+        return _serve_one(args, socket.socket(fileno=args.fd))
+    problem = _storage_problem(args.data, args.keys)
+    if problem is not None:
+        print(f"tenure: {problem}", file=sys.stderr)
+        return 2
+    if args.workers == 1:
+        return _serve_one(args, None)
+    sock = workers.listen(args.host, args.port)
+    return workers.Workers(_without_workers(argv), sock, args.workers).run()
+
+
+def _without_workers(argv: list[str]) -> list[str]:
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip or arg.startswith("--workers="):
+            skip = False
+            continue
+        skip = arg == "--workers"
+        if not skip:
+            kept.append(arg)
+    return [*kept, "--workers", "1"]
+
+
+def _serve_one(args: argparse.Namespace, sock: socket.socket | None) -> int:
+    """One process serving HTTP: on its own socket, or a worker's inherited one."""
     import uvicorn
 
     from api.app import create_app
     from api.settings import Settings
 
-    if not 1 <= args.ttl_max <= 86400:
-        print("tenure: --ttl-max must be 1..86400", file=sys.stderr)
-        return 2
-    problem = _storage_problem(args.data, args.keys)
-    if problem is not None:
-        print(f"tenure: {problem}", file=sys.stderr)
-        return 2
     settings = Settings(
         data_dir=args.data,
         keys_dir=args.keys,
@@ -124,7 +163,7 @@ def _serve(args: argparse.Namespace) -> int:
         origin=args.origin,
         checkpoint_interval=args.checkpoint_interval,
     )
-    uvicorn.run(
+    config = uvicorn.Config(
         create_app(settings),
         host=args.host,
         port=args.port,
@@ -133,13 +172,16 @@ def _serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         timeout_graceful_shutdown=5,
     )
+    server = uvicorn.Server(config)
+    server.run(sockets=None if sock is None else [sock])
     return 0
 
 
 def _storage_problem(data: Path, keys: Path) -> str | None:
     """Why the ledger or the keys cannot be written, said before the server starts (a read-only
     folder is an operator's mistake, not a traceback)."""
-    from ledger.keyring import load_or_create_secret
+    from ledger.calls import now_ms
+    from ledger.keyring import load_or_create_secret, signing_keys
     from ledger.storage import StorageError, open_storage
 
     try:
@@ -152,6 +194,7 @@ def _storage_problem(data: Path, keys: Path) -> str | None:
         return f"cannot write the ledger in {data}: {error} (it needs a writable folder)"
     try:
         load_or_create_secret(keys)
+        signing_keys(keys, now_ms())  # generated once here, before any worker starts
     except OSError as error:
         return f"cannot use the key folder {keys}: {error}"
     return None

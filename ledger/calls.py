@@ -80,6 +80,9 @@ class Answer:
     """The exact bytes of the ledger entry this call appended (or, replayed, cited), if any."""
     pseudonyms: dict[str, str] | None = None
     """The pseudonyms that entry names, carried up for the answer's credential."""
+    cite: bool = False
+    """The entry of ``data.ledger.logIndex`` is to be read back for the receipt (a replay, or a
+    grant another transaction made for a waiter)."""
     replay_owner_token: str | None = None
     """A replayed grant whose lease is still live: its derived owner token, which the edge
     returns only if the requestId carries 128 random bits (docs/decisions/0007)."""

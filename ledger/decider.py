@@ -7,7 +7,8 @@ applies the changes and renders the answer's data. Nothing here is authoritative
 transactions: a per-transaction cache lets several calls on one resource in one batch see each
 other, and the Merkle frontier is checked against ``tx.tree_size()`` when each transaction opens
 (reloaded from ``tx.node`` if it does not match, e.g. after a failed commit or another writer).
-The wait queues (rule 9) are the one in-memory structure, holding only live waiters.
+Waiters (rule 9) queue in the storage's ``waiters`` table, so a slot freed by any process goes to
+the first waiter of any process; memory holds only this process's live waiters' futures.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import asyncio
 import hashlib
 import json
 import random
+from collections.abc import Callable
+from dataclasses import asdict, replace
 from typing import Any
 
 from ledger import leases
@@ -31,14 +34,20 @@ from ledger.calls import (
     new_owner_token,
     owner_digest,
 )
-from ledger.changes import RememberRequest
+from ledger.changes import (
+    AddWaiter,
+    DropWaiter,
+    DropWorkerWaiters,
+    GrantWaiter,
+    RememberRequest,
+)
 from ledger.entries import b64
 from ledger.leases import Decision, EventKind, Outcome, Resource
 from ledger.merkle import CompactRange
 from ledger.ops import ACQUIRING, IDEMPOTENT, Op
 from ledger.recorder import Recorder
-from ledger.storage import Transaction
-from ledger.waiting import Waiter, WaitQueues
+from ledger.storage import Transaction, WaiterRecord
+from ledger.waiting import Waiter
 from verify.rfc9162 import EMPTY_ROOT
 
 Key = tuple[str, str]
@@ -48,7 +57,7 @@ FREEING = frozenset(
 
 
 class Decider:
-    """The writer thread's state: the recorder, the batch's resource cache, the wait queues.
+    """The writer thread's state: the recorder, the batch's resource cache, the local waiters.
 
     Implements :class:`~ledger.committer.BatchHooks`; every other method runs inside a unit of
     work, on the writer thread, within the transaction ``begin`` opened.
@@ -60,6 +69,8 @@ class Decider:
         limits: Limits,
         base: dict[str, Any],
         loop: asyncio.AbstractEventLoop,
+        worker: str = "local",
+        notify: Callable[[str, str], None] | None = None,
     ) -> None:
         self.recorder = Recorder(CompactRange(), master_secret)
         self._tree_known = False
@@ -68,10 +79,14 @@ class Decider:
         self._base = base
         self._loop = loop
         self._rng = random.Random()
-        self.queues = WaitQueues()
+        self.worker = worker
+        self._notify = notify
+        self.local: dict[str, Waiter] = {}
+        """This process's waiters by id: the loop adds one before its call is queued."""
         self._tx: Transaction | None = None
         self._cache: dict[Key, Resource] = {}
-        self._served: list[Waiter] = []
+        self._served: list[tuple[str, str]] = []
+        self._serving: set[Key] = set()
         self.published = Position(0, b64(EMPTY_ROOT))
         """The position after the last commit, for readers on the event loop."""
 
@@ -87,16 +102,20 @@ class Decider:
     def committed(self) -> None:
         self.published = self.recorder.position()
         served, self._served, self._tx, self._cache = self._served, [], None, {}
-        for waiter in served:
-            self._loop.call_soon_threadsafe(_grant, waiter)
+        for worker, waiter_id in served:
+            waiter = self.local.get(waiter_id) if worker == self.worker else None
+            if waiter is not None:
+                self._loop.call_soon_threadsafe(_grant, waiter)
+            elif self._notify is not None:
+                self._notify(worker, waiter_id)
 
     def failed(self, error: BaseException) -> None:
-        """Nothing of the batch is on disk: forget the frontier and tell every waiter."""
+        """Nothing of the batch is on disk: forget the frontier and fail this process's waiters
+        (their rows, if any survive, are dropped when next met: nobody here collects them)."""
         self._tree_known = False
-        waiters = self._served + self.queues.take_all()
         self._served, self._tx, self._cache = [], None, {}
         failure = StorageUnavailable(f"the ledger could not be written: {error}")
-        for waiter in waiters:
+        for waiter in list(self.local.values()):
             waiter.granted = None
             self._loop.call_soon_threadsafe(_fail, waiter, failure)
 
@@ -124,41 +143,63 @@ class Decider:
             if replay is not None:
                 return replay
         res = self.resource(call.tenant, call.resource)
-        token = self.owner_token(call, waiter)
+        token = self.owner_token(call, None if waiter is None else waiter.waiter_id)
         decision = self.decide(call, res, now, token)
         if waiter is not None and should_wait(call, decision):
             self.record(res, decision)  # expiries found on the way are recorded all the same
-            self.queues.join(waiter)
+            row = AddWaiter(waiter.waiter_id, call.tenant, call.resource, self.worker, "")
+            self.tx.apply(replace(row, call=_stored_call(call, digest)))
             return None
         return self.commit(call, res, decision, now, token, digest)
 
-    def final_attempt(self, waiter: Waiter, now: int) -> Answer:
-        """The wait is over: its grant if one came, else one plain attempt (rule 8 if held)."""
-        self.queues.leave(waiter)
+    def collect(self, waiter: Waiter, now: int, final: bool) -> Answer | None:
+        """A waiter's grant if one came (its row answered); else, ``final`` (the wait is
+        over), one plain attempt that refuses like rule 8 if still held, else ``None``."""
         if waiter.granted is not None:
             return waiter.granted
+        row = self.tx.waiter(waiter.waiter_id)
+        if row is not None and row.answer is not None:
+            self.tx.apply(DropWaiter(waiter.waiter_id))
+            return self._collected(waiter, row.answer)
+        if not final:
+            return None
+        if row is not None:
+            self.tx.apply(DropWaiter(waiter.waiter_id))
         call = waiter.call
         res = self.resource(call.tenant, call.resource)
-        token = self.owner_token(call, waiter)
+        token = self.owner_token(call, waiter.waiter_id)
         decision = self.decide(call, res, now, token)
         if decision.outcome is Outcome.HELD:
             decision.witnesses.append({"rule": "wait", "reason": "timed out"})
         return self.commit(call, res, decision, now, token, _digest_of(call))
 
     def leave(self, waiter: Waiter) -> None:
-        self.queues.leave(waiter)
+        """The caller is gone: its row goes (a grant already made stands, as a lost answer)."""
+        self.tx.apply(DropWaiter(waiter.waiter_id))
+
+    def purge(self, dead: Callable[[list[str]], list[str]]) -> None:
+        """Drop the waiters of workers that died (the leader's round)."""
+        for worker in dead(self.tx.waiter_workers()):
+            self.tx.apply(DropWorkerWaiters(worker))
+
+    def _collected(self, waiter: Waiter, data: dict[str, Any]) -> Answer:
+        outcome = Outcome(data["outcome"])
+        token = self.owner_token(waiter.call, waiter.waiter_id)
+        if outcome is Outcome.GRANTED and token is not None:
+            data = {**data, "ownerToken": token}
+        return Answer(data, outcome, outcome is Outcome.GRANTED, cite=True)
 
     # -- deciding ----------------------------------------------------------------------------
 
-    def owner_token(self, call: LeaseCall, waiter: Waiter | None) -> str | None:
+    def owner_token(self, call: LeaseCall, waiter_id: str | None) -> str | None:
         """The token a grant would carry: derived from the requestId (so a replay can return
         it) or the waiter id (so the waiting process can), else 256 fresh random bits."""
         if call.op not in ACQUIRING:
             return None
         if call.request_id:
             return derived_owner_token(self._master, REQUEST_LABEL, call.tenant, call.request_id)
-        if waiter is not None:
-            return derived_owner_token(self._master, WAITER_LABEL, waiter.waiter_id)
+        if waiter_id is not None:
+            return derived_owner_token(self._master, WAITER_LABEL, waiter_id)
         return new_owner_token()
 
     def decide(self, call: LeaseCall, res: Resource, now: int, token: str | None) -> Decision:
@@ -241,21 +282,40 @@ class Decider:
         return data
 
     def serve_waiters(self, key: Key, now: int) -> None:
-        """Grant freed slots to waiters in arrival order; stop at the first one still held."""
-        while (waiter := self.queues.head(key)) is not None:
-            if waiter.abandoned:
-                self.queues.leave(waiter)
-                continue
-            call = waiter.call
-            res = self.resource(*key)
-            token = self.owner_token(call, waiter)
-            decision = self.decide(call, res, now, token)
-            if should_wait(call, decision):
-                return
-            self.queues.leave(waiter)
-            # a retry of this request must get the replay: remember it like any grant
-            waiter.granted = self.commit(call, res, decision, now, token, _digest_of(call))
-            self._served.append(waiter)
+        """Grant freed slots to the resource's waiters in the order they queued, whichever
+        process holds them; stop at the first one still held (rule 9)."""
+        if key in self._serving:
+            return  # a grant below recorded expiries: the loop below goes on serving
+        self._serving.add(key)
+        try:
+            for row in self.tx.waiters(*key):
+                if not self._serve(key, row, now):
+                    return
+        finally:
+            self._serving.discard(key)
+
+    def _serve(self, key: Key, row: WaiterRecord, now: int) -> bool:
+        """Grant one waiter if a slot is free; whether to go on to the next."""
+        local = self.local.get(row.waiter_id) if row.worker == self.worker else None
+        if row.worker == self.worker and (local is None or local.abandoned):
+            self.tx.apply(DropWaiter(row.waiter_id))  # its caller is gone
+            return True
+        call, digest = _call_of(row.call)
+        res = self.resource(*key)
+        token = self.owner_token(call, row.waiter_id)
+        decision = self.decide(call, res, now, token)
+        if should_wait(call, decision):
+            return False
+        # a retry of this request must get the replay: remember it like any grant
+        answer = self.commit(call, res, decision, now, token, digest)
+        if local is not None:
+            local.granted = answer
+            self.tx.apply(DropWaiter(row.waiter_id))
+        else:
+            stored = {k: v for k, v in answer.data.items() if k != "ownerToken"}
+            self.tx.apply(GrantWaiter(row.waiter_id, _json(stored)))
+        self._served.append((row.worker, row.waiter_id))
+        return True
 
     # -- rule 12 -----------------------------------------------------------------------------
 
@@ -308,6 +368,19 @@ def _fingerprint(call: LeaseCall) -> bytes | None:
 
 def _json(data: dict[str, Any]) -> str:
     return json.dumps(data)
+
+
+def _stored_call(call: LeaseCall, digest: bytes | None) -> str:
+    """The call as a waiter row keeps it: never its owner token (no secret at rest); the
+    request digest of rule 12 instead, which is all the token counted for."""
+    fields = asdict(call)
+    fields["owner_token"] = None
+    return _json({"call": fields, "digest": None if digest is None else digest.hex()})
+
+
+def _call_of(stored: dict[str, Any]) -> tuple[LeaseCall, bytes | None]:
+    digest = stored["digest"]
+    return LeaseCall(**stored["call"]), None if digest is None else bytes.fromhex(digest)
 
 
 def _grant(waiter: Waiter) -> None:

@@ -13,12 +13,14 @@ service in a few lines::
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ledger.calls import Limits, now_ms
+from ledger.cluster import Cluster
 from ledger.keyring import load_or_create_secret, record_keys, signing_keys
 from ledger.log import LogReader, SignedCheckpoint
 from ledger.provenance import Issuer
@@ -26,6 +28,9 @@ from ledger.service import LeaseService
 from ledger.signer import Signer
 from ledger.storage import Storage, default_origin, open_storage
 from ledger.supervisor import Supervisor
+
+LEAD_INTERVAL = 1.0
+"""Seconds between attempts to take the lead when another worker holds it."""
 
 
 @dataclass(frozen=True)
@@ -54,8 +59,12 @@ class Runtime:
         self.log = LogReader(storage, origin, keys[-1])
         self.issuer = Issuer(Signer(keys[-1].private_key))
         secret = load_or_create_secret(config.keys_dir)
-        self.service = LeaseService(storage, secret, config.limits, self.clock)
+        self.cluster = Cluster(config.data_dir)
+        self.service = LeaseService(
+            storage, secret, config.limits, self.clock, self.cluster.worker, self.cluster.notify
+        )
         self.tasks = Supervisor()
+        self.tasks.add("leader", self._lead, LEAD_INTERVAL)
         self.tasks.add("sweeper", self._sweep, config.sweep_interval)
         self.tasks.add("sealer", self._seal, config.checkpoint_interval)
 
@@ -72,12 +81,15 @@ class Runtime:
     async def start(self) -> None:
         """Start the writer, record what expired while down, start the background tasks."""
         await self.service.start()
+        self.cluster.listen(asyncio.get_running_loop(), self.service.wake)
+        await self._lead()
         self.tasks.start()
 
     async def stop(self) -> None:
         """Stop the tasks, let every queued commit finish, close the storage."""
         await self.tasks.stop()
         await self.service.stop()
+        self.cluster.close(asyncio.get_running_loop())
         self.storage.close()
 
     @property
@@ -103,12 +115,19 @@ class Runtime:
             await service.durable(service.committer.submit([change]))
         return signed
 
+    async def _lead(self) -> None:
+        """Take the lead if it is free (the sweeper and sealer run in the leader only), and as
+        leader drop the waiters of worker processes that died."""
+        if self.cluster.try_lead():
+            await self.service.durable(self.service.purge_dead_waiters(self.cluster.dead))
+
     async def _sweep(self) -> None:
         """One sweep, awaited: a failed commit makes the task report failing and back off."""
-        await self.service.durable(self.service.sweep(self.clock()))
+        if self.cluster.leader:
+            await self.service.durable(self.service.sweep(self.clock()))
 
     async def _seal(self) -> None:
         """Seal the log periodically, as transparency logs publish tree heads, so entries do not
         wait for a reader to ask before a signed checkpoint covers them."""
-        if self.service.healthy:
+        if self.service.healthy and self.cluster.leader:
             await self.publish_checkpoint()

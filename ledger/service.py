@@ -23,7 +23,8 @@ from ledger.calls import Answer, LeaseCall, Limits, StorageUnavailable, now_ms
 from ledger.changes import ArmDeadMan, Change, DisarmDeadMan
 from ledger.committer import GroupCommitter
 from ledger.decider import Decider
-from ledger.entries import iso, pseudonyms_of
+from ledger.entries import b64, iso, pseudonyms_of
+from ledger.merkle import root_at
 from ledger.ops import ACQUIRING
 from ledger.storage import Storage, StorageError, Transaction
 from ledger.waiting import Waiter
@@ -43,12 +44,15 @@ class LeaseService:
     master_secret: bytes
     limits: Limits = field(default_factory=Limits)
     clock: Callable[[], int] = now_ms
+    worker: str = "local"
+    """This process's name in the ``waiters`` table (``ledger/cluster.py``)."""
+    notify: Callable[[str, str], None] | None = None
+    """Wakes another worker's waiter after a commit granted it (from the writer thread)."""
 
     def __post_init__(self) -> None:
         self._base = {"deterministic": True, "limits": self.limits.as_data(), "versions": VERSIONS}
         self._committer: GroupCommitter | None = None
         self._decider: Decider | None = None
-        self._waiting: set[Waiter] = set()
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -56,13 +60,16 @@ class LeaseService:
         """Start the writer, load the Merkle frontier and record what expired while down; the
         periodic sweep is the runtime's supervised task (``ledger/runtime.py``)."""
         loop = asyncio.get_running_loop()
-        self._decider = Decider(self.master_secret, self.limits, self._base, loop)
+        self._decider = Decider(
+            self.master_secret, self.limits, self._base, loop, self.worker, self.notify
+        )
         self._committer = GroupCommitter(self.storage, loop, self._decider)
         await self.durable(self.committer.submit(self._sweep_work(self.clock())))
 
     async def stop(self) -> None:
-        for waiter in list(self._waiting):
-            waiter.future.cancel()
+        if self._decider is not None:
+            for waiter in list(self._decider.local.values()):
+                waiter.future.cancel()
         if self._committer is not None:
             last = self._committer.barrier()
             self._committer.close()
@@ -96,8 +103,9 @@ class LeaseService:
             raise StorageUnavailable(str(error)) from error
 
     def position(self) -> Position:
-        """Where the ledger stood after the last commit."""
-        return self.decider.published
+        """Where the ledger stands now, as committed by any process."""
+        size = self.storage.tree_size()
+        return Position(size, b64(root_at(size, self.storage.node)))
 
     # -- lease operations -------------------------------------------------------------------
 
@@ -106,21 +114,23 @@ class LeaseService:
         decider, now = self.decider, self.clock()
         waits = call.op in ACQUIRING and (call.op == "wait" or call.wait_seconds is not None)
         if not waits:
-            answer = await self.durable(
-                self.committer.submit(lambda _: decider.lease(call, now, None))
-            )
-            return self._cite(answer)
+            work = self.committer.submit(lambda _: decider.lease(call, now, None))
+            return self._cite(await self.durable(work))
         waiter = Waiter(call, asyncio.get_running_loop().create_future())
-        answer = await self.durable(
-            self.committer.submit(lambda _: decider.lease(call, now, waiter))
-        )
-        if answer is None:
-            answer = await self._wait(waiter)
+        decider.local[waiter.waiter_id] = waiter  # before the unit: a grant may come at once
+        try:
+            work = self.committer.submit(lambda _: decider.lease(call, now, waiter))
+            answer = await self.durable(work)
+            if answer is None:
+                answer = await self._wait(waiter)
+        finally:
+            decider.local.pop(waiter.waiter_id, None)
         return self._cite(answer)
 
     def _cite(self, answer: Answer) -> Answer:
-        """A replayed answer carries the durable entry it cites and that entry's pseudonyms."""
-        if not answer.data.get("replayed"):
+        """A replayed answer, or a grant another process made for a waiter, carries the
+        durable entry it cites and that entry's pseudonyms."""
+        if not (answer.cite or answer.data.get("replayed")):
             return answer
         index = answer.data.get("ledger", {}).get("logIndex")
         entry = None if index is None else self.storage.entry(index)
@@ -132,7 +142,7 @@ class LeaseService:
 
     async def _wait(self, waiter: Waiter) -> Answer:
         seconds = min(waiter.call.wait_seconds or 30, self.limits.wait_max_seconds)
-        self._waiting.add(waiter)
+        decider = self.decider
         try:
             return await asyncio.wait_for(asyncio.shield(waiter.future), seconds)
         except asyncio.CancelledError:
@@ -140,15 +150,34 @@ class LeaseService:
                 # The service stopped, not the caller: 503 unknown.
                 raise StorageUnavailable("the wait ended as the service stopped") from None
             waiter.future.cancel()  # the caller is gone: grant it no slot later
-            self.committer.submit(lambda _: self.decider.leave(waiter))
+            self.committer.submit(lambda _: decider.leave(waiter)).add_done_callback(_retrieve)
             raise
         except TimeoutError:
-            decider = self.decider
-            final = self.committer.submit(lambda _: decider.final_attempt(waiter, self.clock()))
+            final = self.committer.submit(lambda _: decider.collect(waiter, self.clock(), True))
             answer: Answer = await self.durable(final)
             return answer
-        finally:
-            self._waiting.discard(waiter)
+
+    def wake(self, waiter_id: str) -> None:
+        """Another process granted this process's waiter: collect the answer from its row."""
+        decider = self._decider
+        waiter = None if decider is None else decider.local.get(waiter_id)
+        if decider is None or waiter is None or waiter.future.done():
+            return
+        work = self.committer.submit(lambda _: decider.collect(waiter, self.clock(), False))
+
+        def deliver(done: asyncio.Future[Answer | None]) -> None:
+            if done.cancelled() or done.exception() is not None or waiter.future.done():
+                return  # the deadline's re-check still collects it
+            answer = done.result()
+            if answer is not None:
+                waiter.future.set_result(answer)
+
+        work.add_done_callback(deliver)
+
+    def purge_dead_waiters(self, dead: Callable[[list[str]], list[str]]) -> asyncio.Future[None]:
+        """The leader's round: drop the waiters of worker processes that died."""
+        decider = self.decider
+        return self.committer.submit(lambda _: decider.purge(dead))
 
     # -- scopes (rule 13) -------------------------------------------------------------------
 

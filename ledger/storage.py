@@ -59,6 +59,17 @@ class RequestRecord:
     created_at: int
 
 
+@dataclass(frozen=True, slots=True)
+class WaiterRecord:
+    """A queued waiter (rule 9, :class:`~ledger.changes.AddWaiter`): the call as stored, and
+    once granted the answer's data for it to collect."""
+
+    waiter_id: str
+    worker: str
+    call: dict[str, Any]
+    answer: dict[str, Any] | None
+
+
 class Transaction(Protocol):
     """One open write transaction: typed changes in, and the reads a decision needs."""
 
@@ -90,6 +101,18 @@ class Transaction(Protocol):
 
     def scope_resources(self, tenant: str, scope: str) -> list[str]:
         """The names of the tenant's resources holding a lease in ``scope``, sorted."""
+        ...
+
+    def waiters(self, tenant: str, resource: str) -> list[WaiterRecord]:
+        """The resource's waiters not yet granted, in the order they queued (FIFO)."""
+        ...
+
+    def waiter(self, waiter_id: str) -> WaiterRecord | None:
+        """One waiter, granted or not."""
+        ...
+
+    def waiter_workers(self) -> list[str]:
+        """The workers that have waiters queued (the leader purges those that died)."""
         ...
 
 

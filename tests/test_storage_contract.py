@@ -16,12 +16,16 @@ from typing import Any
 import pytest
 
 from ledger.changes import (
+    AddWaiter,
     AppendEntry,
     ArmDeadMan,
     Change,
     DisarmDeadMan,
     DropLease,
+    DropWaiter,
+    DropWorkerWaiters,
     ForgetRequests,
+    GrantWaiter,
     PutCheckpoint,
     PutLease,
     PutNodes,
@@ -32,7 +36,14 @@ from ledger.changes import (
 from ledger.committer import GroupCommitter
 from ledger.leases import Completion, Lease, Resource
 from ledger.sqlite import SQLiteStorage
-from ledger.storage import ApiKeyRecord, KeyRecord, Storage, StorageError, Transaction
+from ledger.storage import (
+    ApiKeyRecord,
+    KeyRecord,
+    Storage,
+    StorageError,
+    Transaction,
+    WaiterRecord,
+)
 
 Opener = Callable[[Path], Storage]
 BACKENDS: dict[str, Opener] = {"sqlite": SQLiteStorage.open}
@@ -141,6 +152,26 @@ def test_the_sweeper_and_scope_queries(storage: Storage) -> None:
         assert tx.due_scopes(109, 10) == [] and tx.due_scopes(110, 10) == [("t", "job")]
         assert sorted(tx.due_scopes(510, 10)) == [("t", "job"), ("u", "late")]
         assert tx.scope_resources("t", "job") == ["r"] and tx.scope_resources("u", "job") == []
+
+
+def test_waiters_queue_in_order_and_are_granted_collected_or_purged(storage: Storage) -> None:
+    call = '{"call": {"op": "wait"}, "digest": null}'
+    commit(storage, AddWaiter("w1", "t", "r", "A", call), AddWaiter("w2", "t", "r", "B", call))
+    commit(storage, AddWaiter("w3", "t", "r", "A", call), AddWaiter("x", "t", "other", "B", call))
+    with storage.transaction() as tx:
+        assert [w.waiter_id for w in tx.waiters("t", "r")] == ["w1", "w2", "w3"]
+        assert tx.waiters("t", "r")[1] == WaiterRecord(
+            "w2", "B", {"call": {"op": "wait"}, "digest": None}, None
+        )
+        tx.apply(GrantWaiter("w1", '{"outcome": "GRANTED"}'))
+        assert [w.waiter_id for w in tx.waiters("t", "r")] == ["w2", "w3"]  # granted: not queued
+        found = tx.waiter("w1")
+        assert found is not None and found.answer == {"outcome": "GRANTED"}
+        assert sorted(tx.waiter_workers()) == ["A", "B"]
+        tx.apply(DropWaiter("w1"))
+        tx.apply(DropWorkerWaiters("B"))
+        assert tx.waiter("w1") is None and tx.waiter_workers() == ["A"]
+        assert [w.waiter_id for w in tx.waiters("t", "r")] == ["w3"]
 
 
 def test_a_failed_transaction_leaves_nothing(storage: Storage) -> None:

@@ -20,7 +20,14 @@ from ledger.leases import Resource
 from ledger.sqlite import reads
 from ledger.sqlite.store import DB_NAME, apply, connect, open_db
 from ledger.state import Committed
-from ledger.storage import ApiKeyRecord, CheckpointRecord, KeyRecord, RequestRecord, StorageError
+from ledger.storage import (
+    ApiKeyRecord,
+    CheckpointRecord,
+    KeyRecord,
+    RequestRecord,
+    StorageError,
+    WaiterRecord,
+)
 
 
 def exists(data_dir: Path) -> bool:
@@ -56,6 +63,15 @@ class SQLiteTransaction:
 
     def scope_resources(self, tenant: str, scope: str) -> list[str]:
         return reads.scope_resources(self._conn, tenant, scope)
+
+    def waiters(self, tenant: str, resource: str) -> list[WaiterRecord]:
+        return reads.waiters(self._conn, tenant, resource)
+
+    def waiter(self, waiter_id: str) -> WaiterRecord | None:
+        return reads.waiter(self._conn, waiter_id)
+
+    def waiter_workers(self) -> list[str]:
+        return reads.waiter_workers(self._conn)
 
 
 class SQLiteSnapshot:

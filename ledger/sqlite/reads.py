@@ -10,7 +10,13 @@ from typing import Any
 from ledger.leases import Completion, Lease, Resource
 from ledger.merkle import CompactRange
 from ledger.state import Committed
-from ledger.storage import ApiKeyRecord, CheckpointRecord, KeyRecord, RequestRecord
+from ledger.storage import (
+    ApiKeyRecord,
+    CheckpointRecord,
+    KeyRecord,
+    RequestRecord,
+    WaiterRecord,
+)
 
 _CHECKPOINT = "SELECT tree_size, root_hash, timestamp, note, key_did FROM checkpoints"
 _LEASE = "SELECT holder, fencing_token, owner_digest, expires_at, scope, lease_id FROM leases"
@@ -115,6 +121,28 @@ def scope_resources(conn: sqlite3.Connection, tenant: str, scope: str) -> list[s
     sql = "SELECT DISTINCT resource FROM leases INDEXED BY leases_scope"
     sql += " WHERE tenant = ? AND scope = ? ORDER BY resource"
     return [str(r) for (r,) in conn.execute(sql, (tenant, scope))]
+
+
+_WAITER = "SELECT waiter_id, worker, call, answer FROM waiters"
+
+
+def waiters(conn: sqlite3.Connection, tenant: str, resource: str) -> list[WaiterRecord]:
+    sql = _WAITER + " WHERE tenant = ? AND resource = ? AND answer IS NULL ORDER BY seq"
+    return [_waiter(row) for row in conn.execute(sql, (tenant, resource))]
+
+
+def waiter(conn: sqlite3.Connection, waiter_id: str) -> WaiterRecord | None:
+    row = conn.execute(_WAITER + " WHERE waiter_id = ?", (waiter_id,)).fetchone()
+    return None if row is None else _waiter(row)
+
+
+def waiter_workers(conn: sqlite3.Connection) -> list[str]:
+    return [str(w) for (w,) in conn.execute("SELECT DISTINCT worker FROM waiters")]
+
+
+def _waiter(row: tuple[str, str, str, str | None]) -> WaiterRecord:
+    answer = None if row[3] is None else json.loads(row[3])
+    return WaiterRecord(row[0], row[1], json.loads(row[2]), answer)
 
 
 def load_live(conn: sqlite3.Connection) -> Committed:
