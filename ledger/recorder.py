@@ -30,7 +30,7 @@ from ledger.merkle import CompactRange
 from verify.jcs import canonicalize
 from verify.rfc9162 import leaf_hash
 
-PSEUDONYM_CACHE = 4096
+PSEUDONYM_CACHE = 256
 """Tenants whose pseudonym keys stay derived (two HMACs each to derive again)."""
 
 
