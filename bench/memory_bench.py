@@ -76,10 +76,11 @@ async def in_process(data: Path, n: int, batch: int) -> None:
     await service.start()
     print(f"N=0        RSS {rss_mb(me):8.1f} MB")
     began = time.monotonic()
-    await drive(service, 0, n // 2, batch, "r")
-    print(f"N={n // 2:<9d}RSS {rss_mb(me):8.1f} MB  ({n // 2 / (time.monotonic() - began):.0f}/s)")
-    await drive(service, n // 2, n, batch, "r")
-    print(f"N={n:<9d}RSS {rss_mb(me):8.1f} MB  ({n / (time.monotonic() - began):.0f}/s)")
+    for step in range(1, 11):  # every tenth, so a long run shows its trend as it goes
+        await drive(service, n * (step - 1) // 10, n * step // 10, batch, "r")
+        done = n * step // 10
+        rate = done / (time.monotonic() - began)
+        print(f"N={done:<9d}RSS {rss_mb(me):8.1f} MB  ({rate:.0f} resources/s)", flush=True)
     await service.stop()
     storage.close()
     began = time.monotonic()

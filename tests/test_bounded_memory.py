@@ -58,7 +58,7 @@ def test_memory_does_not_grow_with_resources_ever_seen(tmp_path: Path) -> None:
         await cycles(service, [f"warm{n}" for n in range(200)])
         tracemalloc.start()
         for part in range(4):
-            for chunk in range(10):  # 100 in flight at a time, as a loaded server has
+            for chunk in range(15):  # 100 in flight at a time, as a loaded server has
                 await cycles(service, [f"p{part}-{chunk}-{n}" for n in range(100)])
             gc.collect()
             sizes.append(tracemalloc.get_traced_memory()[0])
@@ -70,8 +70,9 @@ def test_memory_does_not_grow_with_resources_ever_seen(tmp_path: Path) -> None:
         return sizes
 
     sizes = asyncio.run(scenario())
-    # 3,000 more resources: the old in-memory service kept ~870 bytes each (2.6 MB here)
-    assert max(sizes[1:]) - sizes[0] < 200_000, sizes
+    # 4,500 more resources: the old in-memory service kept ~870 bytes each (3.9 MB here); what
+    # may vary is in-flight objects and the bounded name memo (docs/decisions/0006)
+    assert max(sizes[1:]) - sizes[0] < 800_000, sizes
 
 
 def test_the_lru_keeps_its_size_and_counts_hits() -> None:
