@@ -330,12 +330,14 @@ class Decider:
             return Answer(self.render(call, res, decision, now), decision.outcome)
         data = {**known.answer, "replayed": True}
         answer = Answer(data, Outcome(data["outcome"]))
-        if call.op in ACQUIRING and data["outcome"] == Outcome.GRANTED:
-            token = self.owner_token(call, None)
-            assert token is not None
-            live = _holds(res, token, data.get("fencingToken"), now)
+        if data.get("granted") is True and "fencingToken" in data:
+            # DESIGN rule 12: a replay never tells a caller it holds a lease that has ended
+            fresh = data["outcome"] == Outcome.GRANTED
+            token = self.owner_token(call, None) if fresh else call.owner_token
+            live = token is not None and _holds(res, token, data["fencingToken"], now)
             data["leaseLive"] = live
-            answer.replay_owner_token = token if live else None
+            data["granted"] = live
+            answer.replay_owner_token = token if live and fresh else None
         return answer
 
 

@@ -67,7 +67,11 @@ def test_a_replay_never_claims_a_lease_that_has_ended(app: tuple[TestClient, Clo
     clock.now += 5_000  # expired on the fixed clock
     replay = acquire(client, **body)
     assert replay["replayed"] is True and replay["leaseLive"] is False
-    assert "ownerToken" not in replay and replay["fencingToken"] == first["fencingToken"]
+    assert (
+        replay["granted"] is False
+        and "ownerToken" not in replay
+        and replay["fencingToken"] == first["fencingToken"]
+    )
     again = {**body, "requestId": rid("req")}
     taken = acquire(client, **again)  # the slot is free again and a new grant is the proof
     assert taken["outcome"] == "GRANTED" and taken["fencingToken"] == first["fencingToken"] + 1
