@@ -18,10 +18,9 @@ import hashlib
 import json
 import random
 from collections.abc import Callable
-from dataclasses import asdict, replace
 from typing import Any
 
-from ledger import leases
+from ledger import leases, waits
 from ledger.answers import Position, redact, render
 from ledger.calls import (
     REQUEST_LABEL,
@@ -34,19 +33,13 @@ from ledger.calls import (
     new_owner_token,
     owner_digest,
 )
-from ledger.changes import (
-    AddWaiter,
-    DropWaiter,
-    DropWorkerWaiters,
-    GrantWaiter,
-    RememberRequest,
-)
+from ledger.changes import RememberRequest
 from ledger.entries import b64
 from ledger.leases import Decision, EventKind, Outcome, Resource
 from ledger.merkle import CompactRange
-from ledger.ops import ACQUIRING, IDEMPOTENT, Op
+from ledger.ops import ACQUIRING, Op, digest_of
 from ledger.recorder import Recorder
-from ledger.storage import Transaction, WaiterRecord
+from ledger.storage import Transaction
 from ledger.waiting import Waiter
 from verify.rfc9162 import EMPTY_ROOT
 
@@ -85,15 +78,15 @@ class Decider:
         """This process's waiters by id: the loop adds one before its call is queued."""
         self._tx: Transaction | None = None
         self._cache: dict[Key, Resource] = {}
-        self._served: list[tuple[str, str]] = []
-        self._serving: set[Key] = set()
+        self.served: list[tuple[str, str]] = []
+        self.serving: set[Key] = set()
         self.published = Position(0, b64(EMPTY_ROOT))
         """The position after the last commit, for readers on the event loop."""
 
     # -- the committer's hooks ---------------------------------------------------------------
 
     def begin(self, tx: Transaction) -> None:
-        self._tx, self._cache, self._served = tx, {}, []
+        self._tx, self._cache, self.served = tx, {}, []
         size = tx.tree_size()
         if not self._tree_known or self.recorder.tree.size != size:
             self.recorder.tree = CompactRange.load(size, tx.node)
@@ -101,7 +94,7 @@ class Decider:
 
     def committed(self) -> None:
         self.published = self.recorder.position()
-        served, self._served, self._tx, self._cache = self._served, [], None, {}
+        served, self.served, self._tx, self._cache = self.served, [], None, {}
         for worker, waiter_id in served:
             waiter = self.local.get(waiter_id) if worker == self.worker else None
             if waiter is not None:
@@ -113,7 +106,7 @@ class Decider:
         """Nothing of the batch is on disk: forget the frontier and fail this process's waiters
         (their rows, if any survive, are dropped when next met: nobody here collects them)."""
         self._tree_known = False
-        self._served, self._tx, self._cache = [], None, {}
+        self.served, self._tx, self._cache = [], None, {}
         failure = StorageUnavailable(f"the ledger could not be written: {error}")
         for waiter in list(self.local.values()):
             waiter.granted = None
@@ -137,7 +130,7 @@ class Decider:
 
     def lease(self, call: LeaseCall, now: int, waiter: Waiter | None) -> Answer | None:
         """Decide one call; ``None`` if it joined the wait queue (``waiter`` given, held)."""
-        digest = _digest_of(call)
+        digest = digest_of(call)
         if digest is not None:
             replay = self._replay(call, digest, now)
             if replay is not None:
@@ -145,49 +138,11 @@ class Decider:
         res = self.resource(call.tenant, call.resource)
         token = self.owner_token(call, None if waiter is None else waiter.waiter_id)
         decision = self.decide(call, res, now, token)
-        if waiter is not None and should_wait(call, decision):
+        if waiter is not None and waits.should_wait(call, decision):
             self.record(res, decision)  # expiries found on the way are recorded all the same
-            row = AddWaiter(waiter.waiter_id, call.tenant, call.resource, self.worker, "")
-            self.tx.apply(replace(row, call=_stored_call(call, digest)))
+            waits.join(self, call, waiter, digest)
             return None
         return self.commit(call, res, decision, now, token, digest)
-
-    def collect(self, waiter: Waiter, now: int, final: bool) -> Answer | None:
-        """A waiter's grant if one came (its row answered); else, ``final`` (the wait is
-        over), one plain attempt that refuses like rule 8 if still held, else ``None``."""
-        if waiter.granted is not None:
-            return waiter.granted
-        row = self.tx.waiter(waiter.waiter_id)
-        if row is not None and row.answer is not None:
-            self.tx.apply(DropWaiter(waiter.waiter_id))
-            return self._collected(waiter, row.answer)
-        if not final:
-            return None
-        if row is not None:
-            self.tx.apply(DropWaiter(waiter.waiter_id))
-        call = waiter.call
-        res = self.resource(call.tenant, call.resource)
-        token = self.owner_token(call, waiter.waiter_id)
-        decision = self.decide(call, res, now, token)
-        if decision.outcome is Outcome.HELD:
-            decision.witnesses.append({"rule": "wait", "reason": "timed out"})
-        return self.commit(call, res, decision, now, token, _digest_of(call))
-
-    def leave(self, waiter: Waiter) -> None:
-        """The caller is gone: its row goes (a grant already made stands, as a lost answer)."""
-        self.tx.apply(DropWaiter(waiter.waiter_id))
-
-    def purge(self, dead: Callable[[list[str]], list[str]]) -> None:
-        """Drop the waiters of workers that died (the leader's round)."""
-        for worker in dead(self.tx.waiter_workers()):
-            self.tx.apply(DropWorkerWaiters(worker))
-
-    def _collected(self, waiter: Waiter, data: dict[str, Any]) -> Answer:
-        outcome = Outcome(data["outcome"])
-        token = self.owner_token(waiter.call, waiter.waiter_id)
-        if outcome is Outcome.GRANTED and token is not None:
-            data = {**data, "ownerToken": token}
-        return Answer(data, outcome, outcome is Outcome.GRANTED, cite=True)
 
     # -- deciding ----------------------------------------------------------------------------
 
@@ -266,7 +221,7 @@ class Decider:
         for change in recorded.ops:
             apply(change)
         if any(event.kind in FREEING for event in decision.events):
-            self.serve_waiters((res.tenant, res.name), decision.events[-1].time)
+            waits.serve(self, (res.tenant, res.name), decision.events[-1].time)
         return recorded.position, recorded.entry, recorded.names
 
     def render(
@@ -280,42 +235,6 @@ class Decider:
         data = render(call.op, res, decision, now, self._base, self._rng.random())
         data["ledger"] = (position or self.recorder.position()).as_data()
         return data
-
-    def serve_waiters(self, key: Key, now: int) -> None:
-        """Grant freed slots to the resource's waiters in the order they queued, whichever
-        process holds them; stop at the first one still held (rule 9)."""
-        if key in self._serving:
-            return  # a grant below recorded expiries: the loop below goes on serving
-        self._serving.add(key)
-        try:
-            for row in self.tx.waiters(*key):
-                if not self._serve(key, row, now):
-                    return
-        finally:
-            self._serving.discard(key)
-
-    def _serve(self, key: Key, row: WaiterRecord, now: int) -> bool:
-        """Grant one waiter if a slot is free; whether to go on to the next."""
-        local = self.local.get(row.waiter_id) if row.worker == self.worker else None
-        if row.worker == self.worker and (local is None or local.abandoned):
-            self.tx.apply(DropWaiter(row.waiter_id))  # its caller is gone
-            return True
-        call, digest = _call_of(row.call)
-        res = self.resource(*key)
-        token = self.owner_token(call, row.waiter_id)
-        decision = self.decide(call, res, now, token)
-        if should_wait(call, decision):
-            return False
-        # a retry of this request must get the replay: remember it like any grant
-        answer = self.commit(call, res, decision, now, token, digest)
-        if local is not None:
-            local.granted = answer
-            self.tx.apply(DropWaiter(row.waiter_id))
-        else:
-            stored = {k: v for k, v in answer.data.items() if k != "ownerToken"}
-            self.tx.apply(GrantWaiter(row.waiter_id, _json(stored)))
-        self._served.append((row.worker, row.waiter_id))
-        return True
 
     # -- rule 12 -----------------------------------------------------------------------------
 
@@ -341,12 +260,6 @@ class Decider:
         return answer
 
 
-def should_wait(call: LeaseCall, decision: Decision) -> bool:
-    """Rule 9: a call that may wait, refused because another holds the slot."""
-    waits = call.op == Op.WAIT or call.wait_seconds is not None
-    return waits and decision.outcome is Outcome.HELD and not decision.same_holder_label
-
-
 def _holds(res: Resource, token: str, fencing_token: object, now: int) -> bool:
     """Whether the lease a replayed grant gave out is still live (0007: a replay never claims
     a lease that has since ended)."""
@@ -357,11 +270,6 @@ def _holds(res: Resource, token: str, fencing_token: object, now: int) -> bool:
     )
 
 
-def _digest_of(call: LeaseCall) -> bytes | None:
-    """Rule 12 applies to calls with a requestId that can change state."""
-    return call.digest() if call.request_id and call.op in IDEMPOTENT else None
-
-
 def _fingerprint(call: LeaseCall) -> bytes | None:
     if call.fingerprint is None:
         return None
@@ -370,19 +278,6 @@ def _fingerprint(call: LeaseCall) -> bytes | None:
 
 def _json(data: dict[str, Any]) -> str:
     return json.dumps(data)
-
-
-def _stored_call(call: LeaseCall, digest: bytes | None) -> str:
-    """The call as a waiter row keeps it: never its owner token (no secret at rest); the
-    request digest of rule 12 instead, which is all the token counted for."""
-    fields = asdict(call)
-    fields["owner_token"] = None
-    return _json({"call": fields, "digest": None if digest is None else digest.hex()})
-
-
-def _call_of(stored: dict[str, Any]) -> tuple[LeaseCall, bytes | None]:
-    digest = stored["digest"]
-    return LeaseCall(**stored["call"]), None if digest is None else bytes.fromhex(digest)
 
 
 def _grant(waiter: Waiter) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger import sweeper
+from ledger import sweeper, waits
 from ledger.answers import Position
 from ledger.calls import Answer, LeaseCall, Limits, StorageUnavailable, now_ms
 from ledger.changes import ArmDeadMan, Change, DisarmDeadMan
@@ -150,10 +150,14 @@ class LeaseService:
                 # The service stopped, not the caller: 503 unknown.
                 raise StorageUnavailable("the wait ended as the service stopped") from None
             waiter.future.cancel()  # the caller is gone: grant it no slot later
-            self.committer.submit(lambda _: decider.leave(waiter)).add_done_callback(_retrieve)
+            self.committer.submit(lambda _: waits.leave(decider, waiter)).add_done_callback(
+                _retrieve
+            )
             raise
         except TimeoutError:
-            final = self.committer.submit(lambda _: decider.collect(waiter, self.clock(), True))
+            final = self.committer.submit(
+                lambda _: waits.collect(decider, waiter, self.clock(), True)
+            )
             answer: Answer = await self.durable(final)
             return answer
 
@@ -163,7 +167,7 @@ class LeaseService:
         waiter = None if decider is None else decider.local.get(waiter_id)
         if decider is None or waiter is None or waiter.future.done():
             return
-        work = self.committer.submit(lambda _: decider.collect(waiter, self.clock(), False))
+        work = self.committer.submit(lambda _: waits.collect(decider, waiter, self.clock(), False))
 
         def deliver(done: asyncio.Future[Answer | None]) -> None:
             if done.cancelled() or done.exception() is not None or waiter.future.done():
@@ -177,7 +181,7 @@ class LeaseService:
     def purge_dead_waiters(self, dead: Callable[[list[str]], list[str]]) -> asyncio.Future[None]:
         """The leader's round: drop the waiters of worker processes that died."""
         decider = self.decider
-        return self.committer.submit(lambda _: decider.purge(dead))
+        return self.committer.submit(lambda _: waits.purge(decider, dead))
 
     # -- scopes (rule 13) -------------------------------------------------------------------
 
