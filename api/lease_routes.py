@@ -87,11 +87,26 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     else:
         answer = await service.lease(call)
     lease_answered(op, answer.outcome.value)
+    if answer.data.get("replayed"):
+        _replay_owner_token(call, answer)
     headers = None
     if answer.outcome is Outcome.HELD:
         headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}
     cited = (answer.entry, answer.pseudonyms)
     return respond(request, answer.data, status_of(answer), headers, cited, raw_body, suite)
+
+
+def _replay_owner_token(call: LeaseCall, answer: Answer) -> None:
+    """docs/decisions/0007: a replayed grant whose lease is still live gets its (derived)
+    ownerToken back only if the requestId carries 128 random bits, as a name must in the
+    anonymous tenant; otherwise the answer says why it has none."""
+    token = answer.replay_owner_token
+    if token is None:
+        return
+    if high_entropy(call.request_id or ""):
+        answer.data["ownerToken"] = token
+    else:
+        answer.data["ownerTokenWithheld"] = f"a requestId that returns an ownerToken {RULE}"
 
 
 async def _unless_disconnected(request: Request, waiting: Awaitable[Answer]) -> Answer:

@@ -111,12 +111,7 @@ class StateCollector(Collector):
         age = float("nan") if latest is None else max(0, now - latest.timestamp) / 1000
         yield _gauge("tenure_checkpoint_age_seconds", "Age of the latest signed checkpoint.", age)
         service = core.service
-        live = sum(
-            1
-            for res in service.resources.values()
-            for lease in res.leases
-            if lease.expires_at > now
-        )
+        live = core.storage.live_leases(now)
         yield _gauge("tenure_leases_live", "Leases held now (not expired).", live)
         yield _gauge("tenure_waiters_queued", "Callers waiting for a lease now.", service.waiting())
 

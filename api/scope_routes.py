@@ -37,8 +37,7 @@ def scope_routes(app: FastAPI, settings: Settings) -> None:
         """The resume packet: the caller's live leases in this scope."""
         tenant = _scope_tenant(request, scope, None)
         service = runtime_of(request).service
-        await service.durable(service.committer.barrier())
-        held = service.scope_leases(tenant, scope)
+        held = await service.scope_leases(tenant, scope)
         data = {"status": "pass", "scope": scope, "leases": held, "count": len(held)}
         return respond(request, data | {"ledger": service.position().as_data()}, 200)
 

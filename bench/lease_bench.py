@@ -122,14 +122,19 @@ async def cycle_forever(
 
 
 def cpu_seconds(pid: int | None) -> float | None:
-    """User+system CPU seconds of another process, from /proc (Linux); None elsewhere."""
+    """User+system CPU seconds of another process and its worker processes (`tenure serve
+    --workers N`), from /proc (Linux); None elsewhere."""
     if pid is None:
         return None
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        total = 0
+        for one in [pid, *map(int, kids)]:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def pct(values: list[int], q: float) -> float:

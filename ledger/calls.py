@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import time
+from base64 import urlsafe_b64encode
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -78,7 +80,26 @@ class Answer:
     """The exact bytes of the ledger entry this call appended (or, replayed, cited), if any."""
     pseudonyms: dict[str, str] | None = None
     """The pseudonyms that entry names, carried up for the answer's credential."""
+    cite: bool = False
+    """The entry of ``data.ledger.logIndex`` is to be read back for the receipt (a replay, or a
+    grant another transaction made for a waiter)."""
+    replay_owner_token: str | None = None
+    """A replayed grant whose lease is still live: its derived owner token, which the edge
+    returns only if the requestId carries 128 random bits (docs/decisions/0007)."""
 
 
 class StorageUnavailable(Exception):
     """The ledger cannot be written: answer 503 with status unknown."""
+
+
+REQUEST_LABEL = b"tenure/owner/request\x00"
+WAITER_LABEL = b"tenure/owner/wait\x00"
+
+
+def derived_owner_token(master: bytes, label: bytes, *parts: str) -> str:
+    """An owner token the server can compute again (docs/decisions/0007): HMAC-SHA-256 under the
+    master secret over ``label`` and the NUL-separated ``parts`` (tenant and requestId, or the
+    waiter id), in the shape of :func:`new_owner_token`. Stored only as its digest, like any."""
+    message = label + b"\x00".join(part.encode() for part in parts)
+    mac = hmac.digest(master, message, "sha256")
+    return OWNER_TOKEN_PREFIX + urlsafe_b64encode(mac).rstrip(b"=").decode()

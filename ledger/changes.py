@@ -99,6 +99,40 @@ class DisarmDeadMan:
 
 
 @dataclass(frozen=True, slots=True)
+class AddWaiter:
+    """A caller blocked in a wait (rule 9), queued behind every earlier one of its resource.
+
+    ``call`` is the call as JSON without its owner token (never at rest); ``worker`` names the
+    process whose caller waits, which is told when the waiter is granted."""
+
+    waiter_id: str
+    tenant: str
+    resource: str
+    worker: str
+    call: str
+
+
+@dataclass(frozen=True, slots=True)
+class GrantWaiter:
+    """The waiter got a slot: the answer's data (without the owner token) for it to collect."""
+
+    waiter_id: str
+    answer: str
+
+
+@dataclass(frozen=True, slots=True)
+class DropWaiter:
+    waiter_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DropWorkerWaiters:
+    """A worker process died: nobody will collect its waiters."""
+
+    worker: str
+
+
+@dataclass(frozen=True, slots=True)
 class PutCheckpoint:
     tree_size: int
     root_hash: bytes
@@ -118,5 +152,9 @@ Change = (
     | ForgetRequests
     | ArmDeadMan
     | DisarmDeadMan
+    | AddWaiter
+    | GrantWaiter
+    | DropWaiter
+    | DropWorkerWaiters
     | PutCheckpoint
 )

@@ -1,14 +1,17 @@
-"""Group commit over any storage backend (docs/decisions/0003, 0005).
+"""Group commit over any storage backend (docs/decisions/0003, 0005, 0006).
 
-The request path never waits for its own fsync alone: every mutation is handed to one writer
-thread as a unit of work — today a list of typed changes (``ledger/changes.py``), later possibly a
-function of the open transaction — and the writer runs everything queued since its last commit in
-ONE ``storage.transaction()``. Callers await a future that resolves once their work is durable,
-and only then answer.
+The request path never waits for its own fsync alone: every call is handed to one writer thread
+as a unit of work — a function of the open transaction, or a list of typed changes
+(``ledger/changes.py``) — and the writer runs everything queued since its last commit in ONE
+``storage.transaction()``. A unit returns a value (the lease service's rendered answer); its
+future resolves with that value once the transaction is durable, and only then does the caller
+answer.
 
-If a commit fails the writer refuses every later batch until :meth:`GroupCommitter.reset`: the
-in-memory state above it has run ahead of the disk, and the service must reload before it answers
-again (DESIGN §3.3: 503 with ``status: unknown``).
+If a commit fails, every unit of that batch gets :class:`~ledger.storage.StorageError` (503
+``unknown`` at the edge): nothing of it is on disk and nothing in memory ran ahead of the disk
+(docs/decisions/0006), so the next batch simply tries again. ``hooks`` let the owner of the
+units keep per-transaction state: ``begin`` runs after the transaction opened, ``committed`` and
+``failed`` after it ended — all on the writer thread.
 """
 
 from __future__ import annotations
@@ -17,44 +20,60 @@ import asyncio
 import queue
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from ledger import metrics
 from ledger.changes import Change
 from ledger.storage import Storage, StorageError, Transaction
 
-Work = Sequence[Change] | Callable[[Transaction], None]
+T = TypeVar("T")
+Work = Sequence[Change] | Callable[[Transaction], Any]
 """One caller's unit of work: changes to apply in order, or a function run in the transaction."""
 
-_Item = tuple[Work, "asyncio.Future[None]"]
+_Item = tuple[Work, "asyncio.Future[Any]"]
+
+
+class BatchHooks(Protocol):
+    """Per-transaction state of whoever submits units (the lease service)."""
+
+    def begin(self, tx: Transaction) -> None: ...
+
+    def committed(self) -> None: ...
+
+    def failed(self, error: BaseException) -> None: ...
 
 
 class GroupCommitter:
-    """One writer thread; each commit carries every batch queued since the last one."""
+    """One writer thread; each commit carries every unit queued since the last one."""
 
-    def __init__(self, storage: Storage, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        loop: asyncio.AbstractEventLoop,
+        hooks: BatchHooks | None = None,
+    ) -> None:
         self._storage = storage
         self._loop = loop
+        self._hooks = hooks
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
-        self._last: asyncio.Future[None] | None = None
+        self._last: asyncio.Future[Any] | None = None
         self.failure: BaseException | None = None
+        """The error of the last commit if it failed; ``None`` once a commit succeeds again."""
         self.commits = 0
         self._thread = threading.Thread(target=self._run, name="tenure-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, work: Work) -> asyncio.Future[None]:
-        """Queue ``work`` for the next commit; the future resolves once it is durable."""
-        future: asyncio.Future[None] = self._loop.create_future()
+    def submit(self, work: Callable[[Transaction], T] | Sequence[Change]) -> asyncio.Future[T]:
+        """Queue ``work`` for the next commit; the future resolves with its value once durable."""
+        future: asyncio.Future[T] = self._loop.create_future()
         self._queue.put((work, future))
         self._last = future
         return future
 
-    def barrier(self) -> asyncio.Future[None] | None:
-        """The future of the newest batch if it is not yet durable: reads wait for it."""
+    def barrier(self) -> asyncio.Future[Any] | None:
+        """The future of the newest unit if it is not yet durable: reads wait for it."""
         last = self._last
         return None if last is None or last.done() else last
-
-    def reset(self) -> None:
-        self.failure = None
 
     def close(self) -> None:
         self._queue.put(None)
@@ -67,8 +86,8 @@ class GroupCommitter:
                 return
             batch = [item]
             stop = self._drain(batch)
-            error = self._commit(batch)
-            self._loop.call_soon_threadsafe(_resolve, batch, error)
+            results, error = self._commit(batch)
+            self._loop.call_soon_threadsafe(_resolve, batch, results, error)
             if stop:
                 return
 
@@ -82,37 +101,42 @@ class GroupCommitter:
                 return True
             batch.append(item)
 
-    def _commit(self, batch: list[_Item]) -> BaseException | None:
-        if self.failure is not None:
-            return self.failure
+    def _commit(self, batch: list[_Item]) -> tuple[list[Any], BaseException | None]:
+        hooks = self._hooks
         started = metrics.commit_started()
         try:
             with self._storage.transaction() as tx:
-                for work, _ in batch:
-                    _run_work(tx, work)
-            self.commits += 1
-            metrics.commit_done(len(batch), started)
-            return None
+                if hooks is not None:
+                    hooks.begin(tx)
+                results = [_run_work(tx, work) for work, _ in batch]
         except BaseException as error:  # any failure leaves the outcome unknown
             metrics.commit_done(len(batch), started, ok=False)
             self.failure = error
-            return error
+            if hooks is not None:
+                hooks.failed(error)
+            return [], error
+        self.failure = None
+        self.commits += 1
+        metrics.commit_done(len(batch), started)
+        if hooks is not None:
+            hooks.committed()
+        return results, None
 
 
-def _run_work(tx: Transaction, work: Work) -> None:
+def _run_work(tx: Transaction, work: Work) -> Any:
     if callable(work):
-        work(tx)
-        return
+        return work(tx)
     apply = tx.apply
     for change in work:
         apply(change)
+    return None
 
 
-def _resolve(batch: list[_Item], error: BaseException | None) -> None:
-    for _, future in batch:
+def _resolve(batch: list[_Item], results: list[Any], error: BaseException | None) -> None:
+    for n, (_, future) in enumerate(batch):
         if future.done():
             continue
         if error is None:
-            future.set_result(None)
+            future.set_result(results[n])
         else:
             future.set_exception(StorageError(str(error)))

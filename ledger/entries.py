@@ -21,7 +21,7 @@ from ledger.leases import Event
 from verify.jcs import canonicalize
 
 ENTRY_VERSION = 1
-_REMEMBERED = 4096  # pseudonyms kept per tenant before the memo starts over
+_REMEMBERED = 512  # pseudonyms kept per tenant before the memo starts over (issue 15)
 
 
 def iso(ms: int) -> str:

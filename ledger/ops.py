@@ -67,3 +67,8 @@ def _canonical_result(result: object) -> bytes:
     except VerificationError as error:
         message = "result must be I-JSON: no NaN or Infinity, integers within ±(2**53 - 1)"
         raise CallRefused("invalid_value", f"{message} ({error})", "result") from error
+
+
+def digest_of(call: LeaseCall) -> bytes | None:
+    """Rule 12 applies to calls with a requestId that can change state: their input digest."""
+    return call.digest() if call.request_id and call.op in IDEMPOTENT else None

@@ -25,9 +25,13 @@ from ledger.changes import (
 )
 from ledger.entries import Pseudonyms, b64, encode_entry
 from ledger.leases import Decision, Event, EventKind, Resource
+from ledger.lru import LRU
 from ledger.merkle import CompactRange
 from verify.jcs import canonicalize
 from verify.rfc9162 import leaf_hash
+
+PSEUDONYM_CACHE = 256
+"""Tenants whose pseudonym keys stay derived (two HMACs each to derive again)."""
 
 
 @dataclass(slots=True)
@@ -50,18 +54,18 @@ class Recorder:
     def __init__(self, tree: CompactRange, master_secret: bytes) -> None:
         self.tree = tree
         self._master = master_secret
-        self._names: dict[str, Pseudonyms] = {}
+        self.names: LRU[str, Pseudonyms] = LRU(PSEUDONYM_CACHE)
 
     def position(self) -> Position:
         """The tree's size and root after everything recorded so far."""
         return Position(self.tree.size, b64(self.tree.root()))
 
     def pseudonyms(self, tenant: str) -> Pseudonyms:
-        """The tenant's keyed pseudonyms (DESIGN §4), derived once and cached."""
-        names = self._names.get(tenant)
-        if names is None:
-            names = self._names[tenant] = Pseudonyms.derive(self._master, tenant)
-        return names
+        """The tenant's keyed pseudonyms (DESIGN §4), derived and kept in a bounded cache."""
+        return self.names.get(tenant, self._derive)
+
+    def _derive(self, tenant: str) -> Pseudonyms:
+        return Pseudonyms.derive(self._master, tenant)
 
     def record(self, res: Resource, decision: Decision) -> Recorded:
         """Append one entry per event; the changes, the position and the last entry's bytes."""

@@ -14,14 +14,14 @@ service in a few lines::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.calls import Limits, StorageUnavailable, now_ms
+from ledger.calls import Limits, now_ms
+from ledger.cluster import Cluster
 from ledger.keyring import (
     load_or_create_secret,
     load_signing_keys,
@@ -40,6 +40,9 @@ from ledger.supervisor import Supervisor
 SEAL_SPACING = 1.0
 """Seconds between two checkpoints sealed because a reader asked (the sealer's own are apart
 by ``checkpoint_interval``): readers cannot make the log sign and fsync faster than this."""
+
+LEAD_INTERVAL = 1.0
+"""Seconds between attempts to take the lead when another worker holds it."""
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,12 @@ class Runtime:
         self.log = LogReader(storage, origin, keys[-1])
         self.issuer = Issuer(Signer(keys[-1].private_key))
         secret = load_or_create_secret(config.keys_dir)
-        self.service = LeaseService(storage, secret, config.limits, self.clock)
+        self.cluster = Cluster(config.data_dir)
+        self.service = LeaseService(
+            storage, secret, config.limits, self.clock, self.cluster.worker, self.cluster.notify
+        )
         self.tasks = Supervisor()
+        self.tasks.add("leader", self._lead, LEAD_INTERVAL)
         self.tasks.add("sweeper", self._sweep, config.sweep_interval)
         self.tasks.add("sealer", self._seal, config.checkpoint_interval)
         self._seal_lock = asyncio.Lock()
@@ -93,12 +100,15 @@ class Runtime:
     async def start(self) -> None:
         """Start the writer, record what expired while down, start the background tasks."""
         await self.service.start()
+        self.cluster.listen(asyncio.get_running_loop(), self.service.wake)
+        await self._lead()
         self.tasks.start()
 
     async def stop(self) -> None:
         """Stop the tasks, let every queued commit finish, close the storage."""
         await self.tasks.stop()
         await self.service.stop()
+        self.cluster.close(asyncio.get_running_loop())
         self.storage.close()
 
     @property
@@ -168,17 +178,19 @@ class Runtime:
             return
         rotate(self, key)
 
+    async def _lead(self) -> None:
+        """Take the lead if it is free (the sweeper and sealer run in the leader only), and as
+        leader drop the waiters of worker processes that died."""
+        if self.cluster.try_lead():
+            await self.service.durable(self.service.purge_dead_waiters(self.cluster.dead))
+
     async def _sweep(self) -> None:
-        if self.service.healthy:
-            self.service.sweep(self.clock())
-            return
-        # The writer failed: try to recover now rather than at the next request, so a node whose
-        # database came back turns healthy by itself even while /healthz keeps traffic away.
-        with contextlib.suppress(StorageUnavailable):
-            self.service.committer  # noqa: B018 - the property starts the recovery
+        """One sweep, awaited: a failed commit makes the task report failing and back off."""
+        if self.cluster.leader:
+            await self.service.durable(self.service.sweep(self.clock()))
 
     async def _seal(self) -> None:
         """Seal the log periodically, as transparency logs publish tree heads, so entries do not
         wait for a reader to ask before a signed checkpoint covers them."""
-        if self.service.healthy:
+        if self.service.healthy and self.cluster.leader:
             await self.publish_checkpoint()

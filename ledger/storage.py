@@ -61,6 +61,17 @@ class RequestRecord:
     created_at: int
 
 
+@dataclass(frozen=True, slots=True)
+class WaiterRecord:
+    """A queued waiter (rule 9, :class:`~ledger.changes.AddWaiter`): the call as stored, and
+    once granted the answer's data for it to collect."""
+
+    waiter_id: str
+    worker: str
+    call: dict[str, Any]
+    answer: dict[str, Any] | None
+
+
 class Transaction(Protocol):
     """One open write transaction: typed changes in, and the reads a decision needs."""
 
@@ -79,6 +90,32 @@ class Transaction(Protocol):
         ...
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None: ...
+
+    def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` distinct (tenant, resource) holding a lease with ``expires_at <= now``
+        (an index on ``expires_at``: the sweeper never walks every lease)."""
+        ...
+
+    def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` armed dead-man switches (tenant, scope) whose deadline
+        ``last_beat + dead_ms`` is ``<= now`` (an index on the deadline)."""
+        ...
+
+    def scope_resources(self, tenant: str, scope: str) -> list[str]:
+        """The names of the tenant's resources holding a lease in ``scope``, sorted."""
+        ...
+
+    def waiters(self, tenant: str, resource: str) -> list[WaiterRecord]:
+        """The resource's waiters not yet granted, in the order they queued (FIFO)."""
+        ...
+
+    def waiter(self, waiter_id: str) -> WaiterRecord | None:
+        """One waiter, granted or not."""
+        ...
+
+    def waiter_workers(self) -> list[str]:
+        """The workers that have waiters queued (the leader purges those that died)."""
+        ...
 
 
 class Snapshot(Protocol):
@@ -154,6 +191,10 @@ class Storage(Protocol):
 
     def log_id(self) -> str:
         """A random id fixed when the ledger was created (the default checkpoint origin)."""
+        ...
+
+    def live_leases(self, now: int) -> int:
+        """How many leases have not expired at ``now`` (ms), by the expiry index (metrics)."""
         ...
 
     def load_live(self) -> Committed:

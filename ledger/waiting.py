@@ -1,57 +1,30 @@
-"""Rule 9's queues: callers blocked in `wait`, per resource, served first come first served.
+"""Rule 9's waiter: a caller blocked in `wait`, as the process that holds its caller sees it.
 
-Only bookkeeping lives here; the service decides, when a slot frees, whether the head of a queue
-is granted (``LeaseService._serve_waiters``).
+The queue itself is the storage's ``waiters`` table (docs/decisions/0006): a caller joins inside
+the transaction that refused it ``HELD``, and every transaction that frees a slot — in any
+process — serves the resource's waiters in the order they queued. This process keeps only the
+future its caller awaits, resolved after the commit that granted it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 
 from ledger.calls import Answer, LeaseCall
-
-Key = tuple[str, str]
-Granted = tuple[Answer, "asyncio.Future[None] | None"]
 
 
 @dataclass(slots=True, eq=False)  # two waiters are never the same one, whatever they ask
 class Waiter:
     call: LeaseCall
-    future: asyncio.Future[Granted]
+    future: asyncio.Future[Answer]
+    waiter_id: str = field(default_factory=lambda: secrets.token_hex(16))
+    """128 random bits: names the row, and derives the owner token of a grant (0007)."""
+    granted: Answer | None = None
+    """Set by this process's writer when its transaction grants the waiter (before commit)."""
 
-
-class WaitQueues:
-    def __init__(self) -> None:
-        self._queues: dict[Key, deque[Waiter]] = {}
-
-    def join(self, key: Key, call: LeaseCall) -> Waiter:
-        waiter = Waiter(call, asyncio.get_running_loop().create_future())
-        self._queues.setdefault(key, deque()).append(waiter)
-        return waiter
-
-    def head(self, key: Key) -> Waiter | None:
-        queue = self._queues.get(key)
-        return queue[0] if queue else None
-
-    def leave(self, key: Key, waiter: Waiter) -> None:
-        queue = self._queues.get(key)
-        if queue is not None and waiter in queue:
-            queue.remove(waiter)
-            if not queue:
-                del self._queues[key]
-
-    def count(self) -> int:
-        """Callers waiting now, over every resource."""
-        return sum(len(queue) for queue in self._queues.values())
-
-    def resources_of(self, tenant: str) -> set[str]:
-        return {name for owner, name in self._queues if owner == tenant}
-
-    def cancel_all(self) -> None:
-        """Shutdown or reload: nobody waiting will be granted by this state any more."""
-        for queue in self._queues.values():
-            for waiter in queue:
-                waiter.future.cancel()
-        self._queues.clear()
+    @property
+    def abandoned(self) -> bool:
+        """The caller is gone (cancelled): grant it no slot."""
+        return self.future.cancelled()

@@ -151,7 +151,6 @@ def test_a_dropped_renewal_answer_is_replayed_not_redone(server: Server) -> None
     assert recorder.bodies[0]["requestId"] == recorder.bodies[1]["requestId"]
 
 
-@pytest.mark.xfail(strict=True, reason="server derives ownerToken on replay: issue 12 §2")
 def test_a_retry_after_a_dropped_grant_gets_the_owner_token_and_can_release(
     server: Server,
 ) -> None:

@@ -103,15 +103,15 @@ def test_the_dead_man_switch_releases_the_scope_when_heartbeats_stop(tmp_path: P
             await svc.lease(acquire(scope="job", ttl_seconds=600))
             clock.now += 9_999
             svc.sweep(clock.now)
-            assert len(svc.scope_leases("t", "job")) == 1
+            assert len(await svc.scope_leases("t", "job")) == 1
             await svc.heartbeat("t", "job", 10)  # a beat moves the deadline
             clock.now += 9_999
             svc.sweep(clock.now)
-            assert len(svc.scope_leases("t", "job")) == 1
+            assert len(await svc.scope_leases("t", "job")) == 1
             clock.now += 1
             svc.sweep(clock.now)
             await svc.durable(svc.committer.barrier())
-            assert svc.scope_leases("t", "job") == []
+            assert await svc.scope_leases("t", "job") == []
             assert kinds(svc)[-1] == "scope_release"
 
     run(scenario)

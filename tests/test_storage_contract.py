@@ -17,12 +17,16 @@ from typing import Any
 import pytest
 
 from ledger.changes import (
+    AddWaiter,
     AppendEntry,
     ArmDeadMan,
     Change,
     DisarmDeadMan,
     DropLease,
+    DropWaiter,
+    DropWorkerWaiters,
     ForgetRequests,
+    GrantWaiter,
     PutCheckpoint,
     PutLease,
     PutNodes,
@@ -38,6 +42,7 @@ from ledger.storage import (
     Storage,
     StorageError,
     Transaction,
+    WaiterRecord,
     open_storage,
 )
 
@@ -144,6 +149,43 @@ def test_requests_are_forgotten_and_dead_man_switches_disarmed(storage: Storage)
         assert (record.digest, record.created_at) == (b"r" * 32, 3_000)
     live = storage.load_live()
     assert set(live.idempotency) == {("t", "req-2")} and live.scopes == {}
+
+
+def test_the_sweeper_and_scope_queries(storage: Storage) -> None:
+    """What is due and who is in a scope, found by index (docs/decisions/0006)."""
+    other = PutResource("t", "s", 1, 1, 9_000, None, None, None, None)
+    commit(storage, RESOURCE, LEASE, other, PutLease("t", "s", 1, "v", b"e" * 32, 7_000, None, 1))
+    commit(storage, PutLease("t", "r", 4, "x", b"f" * 32, 6_000, "job", 2))
+    commit(storage, ArmDeadMan("t", "job", 10, 100), ArmDeadMan("u", "late", 10, 500))
+    with storage.transaction() as tx:
+        assert tx.expired_leases(4_999, 10) == []
+        assert tx.expired_leases(6_000, 10) == [("t", "r")]  # two leases, one resource
+        assert tx.expired_leases(7_000, 10) == [("t", "r"), ("t", "s")]
+        assert len(tx.expired_leases(7_000, 1)) == 1
+        assert tx.due_scopes(109, 10) == [] and tx.due_scopes(110, 10) == [("t", "job")]
+        assert sorted(tx.due_scopes(510, 10)) == [("t", "job"), ("u", "late")]
+        assert tx.scope_resources("t", "job") == ["r"] and tx.scope_resources("u", "job") == []
+    assert [storage.live_leases(now) for now in (5_999, 6_000, 7_000)] == [2, 1, 0]
+
+
+def test_waiters_queue_in_order_and_are_granted_collected_or_purged(storage: Storage) -> None:
+    call = '{"call": {"op": "wait"}, "digest": null}'
+    commit(storage, AddWaiter("w1", "t", "r", "A", call), AddWaiter("w2", "t", "r", "B", call))
+    commit(storage, AddWaiter("w3", "t", "r", "A", call), AddWaiter("x", "t", "other", "B", call))
+    with storage.transaction() as tx:
+        assert [w.waiter_id for w in tx.waiters("t", "r")] == ["w1", "w2", "w3"]
+        assert tx.waiters("t", "r")[1] == WaiterRecord(
+            "w2", "B", {"call": {"op": "wait"}, "digest": None}, None
+        )
+        tx.apply(GrantWaiter("w1", '{"outcome": "GRANTED"}'))
+        assert [w.waiter_id for w in tx.waiters("t", "r")] == ["w2", "w3"]  # granted: not queued
+        found = tx.waiter("w1")
+        assert found is not None and found.answer == {"outcome": "GRANTED"}
+        assert sorted(tx.waiter_workers()) == ["A", "B"]
+        tx.apply(DropWaiter("w1"))
+        tx.apply(DropWorkerWaiters("B"))
+        assert tx.waiter("w1") is None and tx.waiter_workers() == ["A"]
+        assert [w.waiter_id for w in tx.waiters("t", "r")] == ["w3"]
 
 
 def test_a_failed_transaction_leaves_nothing(storage: Storage) -> None:
@@ -301,18 +343,16 @@ def test_group_commit_runs_queued_batches_in_one_transaction(storage: Storage) -
     run(scenario, storage)
 
 
-def test_a_failed_commit_refuses_everything_queued_behind_it(storage: Storage) -> None:
+def test_a_failed_commit_refuses_its_batch_and_the_next_one_tries_again(storage: Storage) -> None:
+    """docs/decisions/0006: no state in memory runs ahead of the disk, so a failed commit
+    refuses only the units it carried; the next batch commits as usual."""
+
     async def scenario(gated: Gated, committer: GroupCommitter) -> None:
         gated.fail_next = True
         futures = await held_first_commit(gated, committer)
         results = await asyncio.gather(*futures, return_exceptions=True)
-        assert all(isinstance(r, StorageError) for r in results)
-        late = committer.submit([AppendEntry(0, b"{}")])  # still refused until reset
-        with pytest.raises(StorageError):
-            await late
-        assert storage.tree_size() == 0 and committer.failure is not None
-        committer.reset()
-        await committer.submit([AppendEntry(0, b"{}")])
-        assert storage.tree_size() == 1
+        assert isinstance(results[0], StorageError)
+        assert results[1:] == [None, None, None] and committer.failure is None
+        assert [i for i, _ in storage.entries(0, 9)] == [1, 2, 3]  # nothing of the failed one
 
     run(scenario, storage)

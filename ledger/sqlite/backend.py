@@ -7,7 +7,10 @@ data and never blocks the writer. An export snapshot gets its own connection and
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +20,14 @@ from ledger.leases import Resource
 from ledger.sqlite import reads
 from ledger.sqlite.store import DB_NAME, apply, connect, open_db
 from ledger.state import Committed
-from ledger.storage import ApiKeyRecord, CheckpointRecord, KeyRecord, RequestRecord, StorageError
+from ledger.storage import (
+    ApiKeyRecord,
+    CheckpointRecord,
+    KeyRecord,
+    RequestRecord,
+    StorageError,
+    WaiterRecord,
+)
 
 
 def exists(data_dir: Path) -> bool:
@@ -44,6 +54,24 @@ class SQLiteTransaction:
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         return reads.request(self._conn, tenant, request_id)
+
+    def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
+        return reads.expired_leases(self._conn, now, limit)
+
+    def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
+        return reads.due_scopes(self._conn, now, limit)
+
+    def scope_resources(self, tenant: str, scope: str) -> list[str]:
+        return reads.scope_resources(self._conn, tenant, scope)
+
+    def waiters(self, tenant: str, resource: str) -> list[WaiterRecord]:
+        return reads.waiters(self._conn, tenant, resource)
+
+    def waiter(self, waiter_id: str) -> WaiterRecord | None:
+        return reads.waiter(self._conn, waiter_id)
+
+    def waiter_workers(self) -> list[str]:
+        return reads.waiter_workers(self._conn)
 
 
 class SQLiteSnapshot:
@@ -74,13 +102,24 @@ class SQLiteSnapshot:
         return reads.latest_checkpoint(self._conn)
 
 
+LOCK_NAME = "tenure.lock"
+
+
 class SQLiteStorage:
-    """The ledger in ``<data_dir>/tenure.db``."""
+    """The ledger in ``<data_dir>/tenure.db``.
+
+    Writers are serialized across processes by a blocking ``flock`` on ``<data_dir>/tenure.lock``
+    taken before ``BEGIN IMMEDIATE`` and released after COMMIT (docs/decisions/0006): a process
+    waiting for another's commit sleeps in the kernel and wakes the moment the lock is free,
+    instead of SQLite's busy handler, which polls in milliseconds.
+    """
 
     def __init__(self, path: Path, writer: sqlite3.Connection, reader: sqlite3.Connection):
         self.path = path
         self._writer = writer
         self._reader = reader
+        self._lock_fd = _open_lock(path.parent / LOCK_NAME)
+        self._thread_lock = threading.Lock()  # flock does not exclude threads of one process
 
     @classmethod
     def open(cls, data_dir: Path) -> SQLiteStorage:
@@ -103,14 +142,15 @@ class SQLiteStorage:
     @contextmanager
     def transaction(self) -> Iterator[SQLiteTransaction]:
         conn = self._writer
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield SQLiteTransaction(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        with self._thread_lock, _flocked(self._lock_fd):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield SQLiteTransaction(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     def tree_size(self) -> int:
         return reads.tree_size(self._reader)
@@ -171,6 +211,9 @@ class SQLiteStorage:
     def log_id(self) -> str:
         return reads.log_id(self._reader)
 
+    def live_leases(self, now: int) -> int:
+        return reads.live_leases(self._reader, now)
+
     def load_live(self) -> Committed:
         return reads.load_live(self._reader)
 
@@ -187,3 +230,29 @@ class SQLiteStorage:
     def close(self) -> None:
         self._reader.close()
         self._writer.close()
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+def _open_lock(path: Path) -> int | None:
+    """The lock file, or None where it cannot even be read (a read-only ledger folder without
+    one: no write can happen there, and :meth:`SQLiteStorage.check_writable` says so)."""
+    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
+        try:
+            return os.open(path, flags, 0o600)
+        except OSError:
+            continue
+    return None
+
+
+@contextmanager
+def _flocked(fd: int | None) -> Iterator[None]:
+    if fd is None:
+        yield
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)

@@ -10,7 +10,13 @@ from typing import Any
 from ledger.leases import Completion, Lease, Resource
 from ledger.merkle import CompactRange
 from ledger.state import Committed
-from ledger.storage import ApiKeyRecord, CheckpointRecord, KeyRecord, RequestRecord
+from ledger.storage import (
+    ApiKeyRecord,
+    CheckpointRecord,
+    KeyRecord,
+    RequestRecord,
+    WaiterRecord,
+)
 
 _CHECKPOINT = "SELECT tree_size, root_hash, timestamp, note, key_did FROM checkpoints"
 _LEASE = "SELECT holder, fencing_token, owner_digest, expires_at, scope, lease_id FROM leases"
@@ -79,6 +85,11 @@ def log_id(conn: sqlite3.Connection) -> str:
     return str(row[0])
 
 
+def live_leases(conn: sqlite3.Connection, now: int) -> int:
+    sql = "SELECT count(*) FROM leases INDEXED BY leases_expires_at WHERE expires_at > ?"
+    return int(conn.execute(sql, (now,)).fetchone()[0])
+
+
 def request(conn: sqlite3.Connection, tenant: str, request_id: str) -> RequestRecord | None:
     sql = "SELECT request_digest, answer, created_at FROM idempotency"
     row = conn.execute(
@@ -97,6 +108,46 @@ def resource(conn: sqlite3.Connection, tenant: str, name: str) -> Resource | Non
     for holder, token, digest, expires, scope, lease_id in conn.execute(_LEASE + where, row[:2]):
         found.leases.append(Lease(holder, token, bytes(digest), expires, scope, lease_id))
     return found
+
+
+def expired_leases(conn: sqlite3.Connection, now: int, limit: int) -> list[tuple[str, str]]:
+    sql = "SELECT tenant, resource FROM leases INDEXED BY leases_expires_at WHERE expires_at <= ?"
+    rows = conn.execute(sql + " ORDER BY expires_at LIMIT ?", (now, limit))
+    return list(dict.fromkeys((str(t), str(r)) for t, r in rows))
+
+
+def due_scopes(conn: sqlite3.Connection, now: int, limit: int) -> list[tuple[str, str]]:
+    sql = "SELECT tenant, scope FROM scopes INDEXED BY scopes_deadline"
+    sql += " WHERE last_beat + dead_ms <= ? LIMIT ?"
+    return [(str(t), str(s)) for t, s in conn.execute(sql, (now, limit))]
+
+
+def scope_resources(conn: sqlite3.Connection, tenant: str, scope: str) -> list[str]:
+    sql = "SELECT DISTINCT resource FROM leases INDEXED BY leases_scope"
+    sql += " WHERE tenant = ? AND scope = ? ORDER BY resource"
+    return [str(r) for (r,) in conn.execute(sql, (tenant, scope))]
+
+
+_WAITER = "SELECT waiter_id, worker, call, answer FROM waiters"
+
+
+def waiters(conn: sqlite3.Connection, tenant: str, resource: str) -> list[WaiterRecord]:
+    sql = _WAITER + " WHERE tenant = ? AND resource = ? AND answer IS NULL ORDER BY seq"
+    return [_waiter(row) for row in conn.execute(sql, (tenant, resource))]
+
+
+def waiter(conn: sqlite3.Connection, waiter_id: str) -> WaiterRecord | None:
+    row = conn.execute(_WAITER + " WHERE waiter_id = ?", (waiter_id,)).fetchone()
+    return None if row is None else _waiter(row)
+
+
+def waiter_workers(conn: sqlite3.Connection) -> list[str]:
+    return [str(w) for (w,) in conn.execute("SELECT DISTINCT worker FROM waiters")]
+
+
+def _waiter(row: tuple[str, str, str, str | None]) -> WaiterRecord:
+    answer = None if row[3] is None else json.loads(row[3])
+    return WaiterRecord(row[0], row[1], json.loads(row[2]), answer)
 
 
 def load_live(conn: sqlite3.Connection) -> Committed:

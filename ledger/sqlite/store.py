@@ -18,12 +18,16 @@ from pathlib import Path
 import sqlite_utils
 
 from ledger.changes import (
+    AddWaiter,
     AppendEntry,
     ArmDeadMan,
     Change,
     DisarmDeadMan,
     DropLease,
+    DropWaiter,
+    DropWorkerWaiters,
     ForgetRequests,
+    GrantWaiter,
     PutCheckpoint,
     PutLease,
     PutNodes,
@@ -33,7 +37,7 @@ from ledger.changes import (
 )
 from ledger.storage import StorageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "tenure.db"
 
 
@@ -99,7 +103,22 @@ def _v1(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1]
+def _v2(db: sqlite_utils.Database) -> None:
+    """The indexes the sweeper and scopes query by (docs/decisions/0006): nothing of it is
+    kept in memory any more."""
+    db.execute("CREATE INDEX leases_expires_at ON leases(expires_at)")
+    db.execute("CREATE INDEX leases_scope ON leases(tenant, scope) WHERE scope IS NOT NULL")
+    db.execute("CREATE INDEX scopes_deadline ON scopes(last_beat + dead_ms)")
+    db.execute(
+        "CREATE TABLE waiters(seq INTEGER PRIMARY KEY AUTOINCREMENT, waiter_id TEXT NOT NULL"
+        " UNIQUE, tenant TEXT NOT NULL, resource TEXT NOT NULL, worker TEXT NOT NULL,"
+        " call TEXT NOT NULL, answer TEXT)"
+    )
+    db.execute("CREATE INDEX waiters_queue ON waiters(tenant, resource, seq)")
+    db.execute("CREATE INDEX waiters_worker ON waiters(worker)")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]
 
 
 def migrate(conn: sqlite3.Connection) -> int:
@@ -201,5 +220,21 @@ def _apply_rare(conn: sqlite3.Connection, change: Change) -> None:
                 "INSERT OR IGNORE INTO checkpoints(tree_size, root_hash, timestamp, note, key_did)"
             )
             conn.execute(sql + " VALUES (?, ?, ?, ?, ?)", _row(change))
+        case _:
+            _apply_waiters(conn, change)
+
+
+def _apply_waiters(conn: sqlite3.Connection, change: Change) -> None:
+    match change:
+        case AddWaiter():
+            sql = "INSERT INTO waiters(waiter_id, tenant, resource, worker, call)"
+            conn.execute(sql + " VALUES (?, ?, ?, ?, ?)", _row(change))
+        case GrantWaiter():
+            sql = "UPDATE waiters SET answer = ? WHERE waiter_id = ?"
+            conn.execute(sql, (change.answer, change.waiter_id))
+        case DropWaiter():
+            conn.execute("DELETE FROM waiters WHERE waiter_id = ?", _row(change))
+        case DropWorkerWaiters():
+            conn.execute("DELETE FROM waiters WHERE worker = ?", _row(change))
         case _:
             raise TypeError(f"no SQLite translation for {change!r}")

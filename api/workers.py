@@ -1,0 +1,92 @@
+"""`tenure serve --workers N`: one parent, N worker processes on one listening socket (issue 10).
+
+The parent has already migrated the ledger and set up the keys (``api/cli.py``); here it binds
+the socket once, starts N workers — each ``tenure serve --fd FD`` running its own Runtime and
+uvicorn on the inherited socket, so the kernel spreads connections over them — restarts a
+worker that dies, and on SIGTERM or SIGINT forwards the signal and waits for every worker to
+finish its graceful shutdown. Workers die with the parent (``PR_SET_PDEATHSIG``): a parent
+killed with -9 takes its workers with it, as one server would go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from types import FrameType
+
+PR_SET_PDEATHSIG = 1
+RESTART_BACKOFF = 0.5
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """Bind and listen, retrying a few seconds while an old server's workers still hold the port."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    deadline = time.monotonic() + 5
+    while True:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            sock.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+            continue
+        sock.listen(2048)
+        sock.set_inheritable(True)
+        return sock
+
+
+def die_with_parent(parent: int) -> None:
+    """In a worker: receive SIGKILL when the parent dies (and die now if it already has)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+class Workers:
+    """The parent's loop: keep ``count`` workers running until told to stop."""
+
+    def __init__(self, argv: list[str], sock: socket.socket, count: int) -> None:
+        fd = sock.fileno()
+        self._cmd = [sys.executable, "-m", "api", "serve", *argv, "--fd", str(fd)]
+        self._cmd += ["--parent", str(os.getpid())]
+        self._fd = fd
+        self._count = count
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._stopping: int | None = None
+
+    def run(self) -> int:
+        """Serve until SIGTERM/SIGINT; 0 once every worker has shut down."""
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, self._stop)
+        for _ in range(self._count):
+            self._spawn()
+        while self._children:
+            pid, status = os.wait()
+            child = self._children.pop(pid, None)
+            if child is None or self._stopping is not None:
+                continue
+            print(f"tenure: worker {pid} ended ({status}); starting another", file=sys.stderr)
+            time.sleep(RESTART_BACKOFF)
+            if self._stopping is None:
+                self._spawn()
+        return 0
+
+    def _spawn(self) -> None:
+        child = subprocess.Popen(self._cmd, pass_fds=(self._fd,))
+        self._children[child.pid] = child
+
+    def _stop(self, signum: int, frame: FrameType | None) -> None:
+        self._stopping = signum
+        for child in list(self._children.values()):
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signal.SIGTERM)

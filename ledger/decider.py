@@ -1,0 +1,290 @@
+"""Deciding inside the write transaction (docs/decisions/0006): the writer thread's half.
+
+Every lease call is a unit of work the group committer runs in its transaction: it reads the
+resource with its leases (``tx.resource``) and the idempotency record (``tx.request``), decides
+with the pure machine (``ledger/leases.py``), records the entry and Merkle nodes (``Recorder``),
+applies the changes and renders the answer's data. Nothing here is authoritative between
+transactions: a per-transaction cache lets several calls on one resource in one batch see each
+other, and the Merkle frontier is checked against ``tx.tree_size()`` when each transaction opens
+(reloaded from ``tx.node`` if it does not match, e.g. after a failed commit or another writer).
+Waiters (rule 9) queue in the storage's ``waiters`` table, so a slot freed by any process goes to
+the first waiter of any process; memory holds only this process's live waiters' futures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+from ledger import leases, waits
+from ledger.answers import Position, redact, render
+from ledger.calls import (
+    REQUEST_LABEL,
+    WAITER_LABEL,
+    Answer,
+    LeaseCall,
+    Limits,
+    StorageUnavailable,
+    derived_owner_token,
+    new_owner_token,
+    owner_digest,
+)
+from ledger.changes import RememberRequest
+from ledger.entries import b64
+from ledger.leases import Decision, EventKind, Outcome, Resource
+from ledger.merkle import CompactRange
+from ledger.ops import ACQUIRING, Op, digest_of
+from ledger.recorder import Recorder
+from ledger.storage import Transaction
+from ledger.waiting import Waiter
+from verify.rfc9162 import EMPTY_ROOT
+
+Key = tuple[str, str]
+FREEING = frozenset(
+    {EventKind.RELEASE, EventKind.EXPIRE, EventKind.COMPLETE, EventKind.SCOPE_RELEASE}
+)
+
+
+class Decider:
+    """The writer thread's state: the recorder, the batch's resource cache, the local waiters.
+
+    Implements :class:`~ledger.committer.BatchHooks`; every other method runs inside a unit of
+    work, on the writer thread, within the transaction ``begin`` opened.
+    """
+
+    def __init__(
+        self,
+        master_secret: bytes,
+        limits: Limits,
+        base: dict[str, Any],
+        loop: asyncio.AbstractEventLoop,
+        worker: str = "local",
+        notify: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.recorder = Recorder(CompactRange(), master_secret)
+        self._tree_known = False
+        self._master = master_secret
+        self.limits = limits
+        self._base = base
+        self._loop = loop
+        self._rng = random.Random()
+        self.worker = worker
+        self._notify = notify
+        self.local: dict[str, Waiter] = {}
+        """This process's waiters by id: the loop adds one before its call is queued."""
+        self._tx: Transaction | None = None
+        self._cache: dict[Key, Resource] = {}
+        self.served: list[tuple[str, str]] = []
+        self.serving: set[Key] = set()
+        self.published = Position(0, b64(EMPTY_ROOT))
+        """The position after the last commit, for readers on the event loop."""
+
+    # -- the committer's hooks ---------------------------------------------------------------
+
+    def begin(self, tx: Transaction) -> None:
+        self._tx, self._cache, self.served = tx, {}, []
+        size = tx.tree_size()
+        if not self._tree_known or self.recorder.tree.size != size:
+            self.recorder.tree = CompactRange.load(size, tx.node)
+            self._tree_known = True
+
+    def committed(self) -> None:
+        self.published = self.recorder.position()
+        served, self.served, self._tx, self._cache = self.served, [], None, {}
+        for worker, waiter_id in served:
+            waiter = self.local.get(waiter_id) if worker == self.worker else None
+            if waiter is not None:
+                self._loop.call_soon_threadsafe(_grant, waiter)
+            elif self._notify is not None:
+                self._notify(worker, waiter_id)
+
+    def failed(self, error: BaseException) -> None:
+        """Nothing of the batch is on disk: forget the frontier and fail this process's waiters
+        (their rows, if any survive, are dropped when next met: nobody here collects them)."""
+        self._tree_known = False
+        self.served, self._tx, self._cache = [], None, {}
+        failure = StorageUnavailable(f"the ledger could not be written: {error}")
+        for waiter in list(self.local.values()):
+            waiter.granted = None
+            self._loop.call_soon_threadsafe(_fail, waiter, failure)
+
+    # -- units of work -----------------------------------------------------------------------
+
+    @property
+    def tx(self) -> Transaction:
+        assert self._tx is not None, "a unit of work runs inside the committer's transaction"
+        return self._tx
+
+    def resource(self, tenant: str, name: str) -> Resource:
+        """The resource as this transaction sees it, shared by every call of the batch."""
+        key = (tenant, name)
+        res = self._cache.get(key)
+        if res is None:
+            res = self.tx.resource(tenant, name) or Resource(tenant, name)
+            self._cache[key] = res
+        return res
+
+    def lease(self, call: LeaseCall, now: int, waiter: Waiter | None) -> Answer | None:
+        """Decide one call; ``None`` if it joined the wait queue (``waiter`` given, held)."""
+        digest = digest_of(call)
+        if digest is not None:
+            replay = self._replay(call, digest, now)
+            if replay is not None:
+                return replay
+        res = self.resource(call.tenant, call.resource)
+        token = self.owner_token(call, None if waiter is None else waiter.waiter_id)
+        decision = self.decide(call, res, now, token)
+        if waiter is not None and waits.should_wait(call, decision):
+            self.record(res, decision)  # expiries found on the way are recorded all the same
+            waits.join(self, call, waiter, digest)
+            return None
+        return self.commit(call, res, decision, now, token, digest)
+
+    # -- deciding ----------------------------------------------------------------------------
+
+    def owner_token(self, call: LeaseCall, waiter_id: str | None) -> str | None:
+        """The token a grant would carry: derived from the requestId (so a replay can return
+        it) or the waiter id (so the waiting process can), else 256 fresh random bits."""
+        if call.op not in ACQUIRING:
+            return None
+        if call.request_id:
+            return derived_owner_token(self._master, REQUEST_LABEL, call.tenant, call.request_id)
+        if waiter_id is not None:
+            return derived_owner_token(self._master, WAITER_LABEL, waiter_id)
+        return new_owner_token()
+
+    def decide(self, call: LeaseCall, res: Resource, now: int, token: str | None) -> Decision:
+        presented = owner_digest(call.owner_token) if call.owner_token else None
+        ttl_ms = call.ttl_seconds * 1000
+        if call.op in ACQUIRING:
+            assert token is not None
+            args = leases.AcquireArgs(
+                holder=call.holder or "",
+                ttl_ms=ttl_ms,
+                lifecycle_ms=self.limits.lifecycle_seconds * 1000,
+                owner_digest=owner_digest(token),
+                presented_owner=presented,
+                fencing_token=call.fencing_token,
+                capacity=call.capacity,
+                fingerprint=_fingerprint(call),
+                scope=call.scope,
+            )
+            return leases.acquire(res, args, now)
+        if call.op == Op.GET:
+            return leases.get(res, now)
+        assert presented is not None, "the edge requires ownerToken for this op"
+        if call.op == Op.RENEW:
+            return leases.renew(res, presented, call.fencing_token, ttl_ms, now)
+        if call.op == Op.RELEASE:
+            return leases.release(res, presented, call.fencing_token, now)
+        if call.op == Op.COMPLETE:
+            result = redact(call.result)
+            return leases.complete(res, presented, call.fencing_token, result, now)
+        raise ValueError(f"unknown op {call.op!r}")
+
+    def commit(
+        self,
+        call: LeaseCall,
+        res: Resource,
+        decision: Decision,
+        now: int,
+        token: str | None,
+        digest: bytes | None,
+    ) -> Answer:
+        """Record the decision's events, render the answer, remember it (rule 12), and serve
+        the resource's waiters if a slot freed."""
+        position, entry, names = self.record(res, decision)
+        data = self.render(call, res, decision, now, position)
+        granted = decision.outcome is Outcome.GRANTED
+        answer = Answer(data, decision.outcome, granted, entry, names)
+        if digest is not None and decision.changed:
+            remembered = RememberRequest(
+                call.tenant, call.request_id or "", digest, _json(data), now
+            )
+            self.tx.apply(remembered)
+        if granted and token is not None:
+            answer.data = {**data, "ownerToken": token}
+        return answer
+
+    def record(
+        self, res: Resource, decision: Decision
+    ) -> tuple[Position | None, bytes | None, dict[str, str] | None]:
+        """Append the decision's events to the ledger and apply the changes; serve waiters."""
+        if not decision.events:
+            return None, None, None
+        recorded = self.recorder.record(res, decision)
+        apply = self.tx.apply
+        for change in recorded.ops:
+            apply(change)
+        if any(event.kind in FREEING for event in decision.events):
+            waits.serve(self, (res.tenant, res.name), decision.events[-1].time)
+        return recorded.position, recorded.entry, recorded.names
+
+    def render(
+        self,
+        call: LeaseCall,
+        res: Resource,
+        decision: Decision,
+        now: int,
+        position: Position | None = None,
+    ) -> dict[str, Any]:
+        data = render(call.op, res, decision, now, self._base, self._rng.random())
+        data["ledger"] = (position or self.recorder.position()).as_data()
+        return data
+
+    # -- rule 12 -----------------------------------------------------------------------------
+
+    def _replay(self, call: LeaseCall, digest: bytes, now: int) -> Answer | None:
+        known = self.tx.request(call.tenant, call.request_id or "")
+        if known is None:
+            return None
+        res = self.resource(call.tenant, call.resource)
+        if known.digest != digest:
+            witness = {"rule": "idempotency", "reason": "requestId reused with other input"}
+            decision = Decision(Outcome.IDEMPOTENCY_CONFLICT, witnesses=[witness])
+            return Answer(self.render(call, res, decision, now), decision.outcome)
+        data = {**known.answer, "replayed": True}
+        answer = Answer(data, Outcome(data["outcome"]))
+        if data.get("granted") is True and "fencingToken" in data:
+            # DESIGN rule 12: a replay never tells a caller it holds a lease that has ended
+            fresh = data["outcome"] == Outcome.GRANTED
+            token = self.owner_token(call, None) if fresh else call.owner_token
+            live = token is not None and _holds(res, token, data["fencingToken"], now)
+            data["leaseLive"] = live
+            data["granted"] = live
+            answer.replay_owner_token = token if live and fresh else None
+        return answer
+
+
+def _holds(res: Resource, token: str, fencing_token: object, now: int) -> bool:
+    """Whether the lease a replayed grant gave out is still live (0007: a replay never claims
+    a lease that has since ended)."""
+    digest = owner_digest(token)
+    return any(
+        lease.fencing_token == fencing_token and lease.owner_digest == digest
+        for lease in leases.live(res, now)
+    )
+
+
+def _fingerprint(call: LeaseCall) -> bytes | None:
+    if call.fingerprint is None:
+        return None
+    return hashlib.sha256(call.fingerprint.encode()).digest()
+
+
+def _json(data: dict[str, Any]) -> str:
+    return json.dumps(data)
+
+
+def _grant(waiter: Waiter) -> None:
+    if not waiter.future.done() and waiter.granted is not None:
+        waiter.future.set_result(waiter.granted)
+
+
+def _fail(waiter: Waiter, error: BaseException) -> None:
+    if not waiter.future.done():
+        waiter.future.set_exception(error)

@@ -1,0 +1,58 @@
+"""Units of work that span resources (docs/decisions/0006): scopes and the dead-man switch
+(rule 13), and the sweeper (rule 7, rule 13, rule 12's 24 h).
+
+Each runs inside the committer's transaction through a :class:`~ledger.decider.Decider` and
+finds what it needs through the storage's indexes — leases by ``expires_at``, dead-man switches
+by deadline, scope members by scope, idempotency records by ``created_at`` — so nothing in memory
+grows with the resources or entries ever seen.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger import leases
+from ledger.answers import lease_view
+from ledger.changes import DisarmDeadMan, ForgetRequests
+from ledger.decider import Decider
+from ledger.leases import Decision, EventKind, Outcome
+
+SWEEP_BATCH = 1000
+"""At most this many due resources (and as many due switches) per sweep, so one transaction
+stays short; the next round, a tenth of a second later, takes the rest."""
+
+
+def scope_leases(decider: Decider, tenant: str, scope: str, now: int) -> list[dict[str, Any]]:
+    """The scope's live leases (the resume packet), as the transaction sees them."""
+    found = []
+    for name in decider.tx.scope_resources(tenant, scope):
+        res = decider.resource(tenant, name)
+        for lease in res.leases:
+            if lease.scope == scope and lease.expires_at > now:
+                found.append({"resource": name, "leaseId": lease.lease_id} | lease_view(lease))
+    return found
+
+
+def release_scope(decider: Decider, tenant: str, scope: str, now: int, trigger: str) -> list[int]:
+    """End every lease of the scope (scope release or dead man), disarm its switch."""
+    released: list[int] = []
+    for name in decider.tx.scope_resources(tenant, scope):
+        res = decider.resource(tenant, name)
+        events = leases.expire(res, now)
+        for lease in [lease for lease in res.leases if lease.scope == scope]:
+            events.append(leases.end_lease(res, lease, EventKind.SCOPE_RELEASE, now, trigger))
+            released.append(lease.lease_id)
+        decider.record(res, Decision(Outcome.RELEASED, events))
+    decider.tx.apply(DisarmDeadMan(tenant, scope))
+    return released
+
+
+def sweep(decider: Decider, now: int, idempotency_ms: int) -> None:
+    """Record what expired, fire the dead-man switches that are due, forget old requests."""
+    tx = decider.tx
+    for tenant, name in tx.expired_leases(now, SWEEP_BATCH):
+        res = decider.resource(tenant, name)
+        decider.record(res, Decision(Outcome.RELEASED, leases.expire(res, now)))
+    for tenant, scope in tx.due_scopes(now, SWEEP_BATCH):
+        release_scope(decider, tenant, scope, now, "deadman")
+    tx.apply(ForgetRequests(now - idempotency_ms))

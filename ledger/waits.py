@@ -1,0 +1,133 @@
+"""Rule 9 across processes (docs/decisions/0006): the ``waiters`` rows, inside the transaction.
+
+A call that may wait and is refused ``HELD`` joins (:func:`join`) in the transaction that refused
+it; every transaction that frees a slot serves (:func:`serve`) the resource's rows in the order
+they queued, whichever process holds them, stopping at the first still held. A grant for this
+process's waiter is handed to it after the commit; for another process the row keeps the
+answer's data (never the owner token: the waiter derives it, 0007) until that process collects
+it (:func:`collect`), woken by the granting process or by its own deadline.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from ledger.calls import Answer, LeaseCall
+from ledger.changes import AddWaiter, DropWaiter, DropWorkerWaiters, GrantWaiter
+from ledger.leases import Decision, Outcome
+from ledger.ops import Op, digest_of
+from ledger.storage import WaiterRecord
+from ledger.waiting import Waiter
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ledger.decider import Decider
+
+Key = tuple[str, str]
+
+
+def join(d: Decider, call: LeaseCall, waiter: Waiter, digest: bytes | None) -> None:
+    """Queue ``waiter`` behind every earlier waiter of its resource."""
+    stored = _stored_call(call, digest)
+    d.tx.apply(AddWaiter(waiter.waiter_id, call.tenant, call.resource, d.worker, stored))
+
+
+def serve(d: Decider, key: Key, now: int) -> None:
+    """Grant freed slots to the resource's waiters in the order they queued, whichever process
+    holds them; stop at the first one still held (rule 9)."""
+    if key in d.serving:
+        return  # a grant below recorded expiries: the loop below goes on serving
+    d.serving.add(key)
+    try:
+        for row in d.tx.waiters(*key):
+            if not _serve(d, key, row, now):
+                return
+    finally:
+        d.serving.discard(key)
+
+
+def _serve(d: Decider, key: Key, row: WaiterRecord, now: int) -> bool:
+    """Grant one waiter if a slot is free; whether to go on to the next."""
+    local = d.local.get(row.waiter_id) if row.worker == d.worker else None
+    if row.worker == d.worker and (local is None or local.abandoned):
+        d.tx.apply(DropWaiter(row.waiter_id))  # its caller is gone
+        return True
+    call, digest = _call_of(row.call)
+    res = d.resource(*key)
+    token = d.owner_token(call, row.waiter_id)
+    decision = d.decide(call, res, now, token)
+    if should_wait(call, decision):
+        return False
+    # a retry of this request must get the replay: remember it like any grant
+    answer = d.commit(call, res, decision, now, token, digest)
+    if local is not None:
+        local.granted = answer
+        d.tx.apply(DropWaiter(row.waiter_id))
+    else:
+        stored = {k: v for k, v in answer.data.items() if k != "ownerToken"}
+        d.tx.apply(GrantWaiter(row.waiter_id, json.dumps(stored)))
+    d.served.append((row.worker, row.waiter_id))
+    return True
+
+
+def collect(d: Decider, waiter: Waiter, now: int, final: bool) -> Answer | None:
+    """A waiter's grant if one came (its row answered); else, ``final`` (the wait is over),
+    one plain attempt that refuses like rule 8 if still held, else ``None``."""
+    if waiter.granted is not None:
+        return waiter.granted
+    row = d.tx.waiter(waiter.waiter_id)
+    if row is not None and row.answer is not None:
+        d.tx.apply(DropWaiter(waiter.waiter_id))
+        return _collected(d, waiter, row.answer)
+    if not final:
+        return None
+    if row is not None:
+        d.tx.apply(DropWaiter(waiter.waiter_id))
+    call = waiter.call
+    res = d.resource(call.tenant, call.resource)
+    token = d.owner_token(call, waiter.waiter_id)
+    decision = d.decide(call, res, now, token)
+    if decision.outcome is Outcome.HELD:
+        decision.witnesses.append({"rule": "wait", "reason": "timed out"})
+    return d.commit(call, res, decision, now, token, digest_of(call))
+
+
+def leave(d: Decider, waiter: Waiter) -> None:
+    """The caller is gone: its row goes (a grant already made stands, as a lost answer)."""
+    d.tx.apply(DropWaiter(waiter.waiter_id))
+
+
+def purge(d: Decider, dead: Callable[[list[str]], list[str]]) -> None:
+    """Drop the waiters of workers that died (the leader's round)."""
+    for worker in dead(d.tx.waiter_workers()):
+        d.tx.apply(DropWorkerWaiters(worker))
+
+
+def _collected(d: Decider, waiter: Waiter, data: dict[str, Any]) -> Answer:
+    outcome = Outcome(data["outcome"])
+    token = d.owner_token(waiter.call, waiter.waiter_id)
+    if outcome is Outcome.GRANTED and token is not None:
+        data = {**data, "ownerToken": token}
+    return Answer(data, outcome, outcome is Outcome.GRANTED, cite=True)
+
+
+def should_wait(call: LeaseCall, decision: Decision) -> bool:
+    """Rule 9: a call that may wait, refused because another holds the slot."""
+    waits = call.op == Op.WAIT or call.wait_seconds is not None
+    return waits and decision.outcome is Outcome.HELD and not decision.same_holder_label
+
+
+def _stored_call(call: LeaseCall, digest: bytes | None) -> str:
+    """The call as a waiter row keeps it: never its owner token (no secret at rest); the
+    request digest of rule 12 instead, which is all the token counted for."""
+    fields = asdict(call)
+    fields["owner_token"] = None
+    return json.dumps({"call": fields, "digest": None if digest is None else digest.hex()})
+
+
+def _call_of(stored: dict[str, Any]) -> tuple[LeaseCall, bytes | None]:
+    digest = stored["digest"]
+    return LeaseCall(**stored["call"]), None if digest is None else bytes.fromhex(digest)
