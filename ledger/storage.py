@@ -96,6 +96,11 @@ class Transaction(Protocol):
         (an index on ``expires_at``: the sweeper never walks every lease)."""
         ...
 
+    def ended_lifecycles(self, now: int, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` resources (tenant, name) whose lifecycle ended at or before ``now``
+        (an index on ``lifecycle_end``): their fingerprint and completed result are purged."""
+        ...
+
     def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
         """Up to ``limit`` armed dead-man switches (tenant, scope) whose deadline
         ``last_beat + dead_ms`` is ``<= now`` (an index on the deadline)."""

@@ -16,6 +16,7 @@ from ledger.answers import lease_view
 from ledger.changes import DisarmDeadMan, ForgetRequests
 from ledger.decider import Decider
 from ledger.leases import Decision, EventKind, Outcome
+from ledger.recorder import resource_change
 
 SWEEP_BATCH = 1000
 """At most this many due resources (and as many due switches) per sweep, so one transaction
@@ -55,4 +56,9 @@ def sweep(decider: Decider, now: int, idempotency_ms: int) -> None:
         decider.record(res, Decision(Outcome.RELEASED, leases.expire(res, now)))
     for tenant, scope in tx.due_scopes(now, SWEEP_BATCH):
         release_scope(decider, tenant, scope, now, "deadman")
+    for tenant, name in tx.ended_lifecycles(now, SWEEP_BATCH):
+        res = decider.resource(tenant, name)
+        events = leases.expire(res, now)  # no lease outlives its lifecycle: none to record
+        decider.record(res, Decision(Outcome.RELEASED, events))
+        tx.apply(resource_change(res))  # fingerprint and result purged (issue 14)
     tx.apply(ForgetRequests(now - idempotency_ms))

@@ -166,6 +166,10 @@ def test_the_sweeper_and_scope_queries(storage: Storage) -> None:
         assert sorted(tx.due_scopes(510, 10)) == [("t", "job"), ("u", "late")]
         assert tx.scope_resources("t", "job") == ["r"] and tx.scope_resources("u", "job") == []
     assert [storage.live_leases(now) for now in (5_999, 6_000, 7_000)] == [2, 1, 0]
+    with storage.transaction() as tx:
+        assert tx.ended_lifecycles(8_999, 10) == []
+        assert sorted(tx.ended_lifecycles(9_000, 10)) == [("t", "r"), ("t", "s")]  # both end at 9_000
+        assert len(tx.ended_lifecycles(9_000, 1)) == 1
 
 
 def test_waiters_queue_in_order_and_are_granted_collected_or_purged(storage: Storage) -> None:

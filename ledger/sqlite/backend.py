@@ -58,6 +58,9 @@ class SQLiteTransaction:
     def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
         return reads.expired_leases(self._conn, now, limit)
 
+    def ended_lifecycles(self, now: int, limit: int) -> list[tuple[str, str]]:
+        return reads.ended_lifecycles(self._conn, now, limit)
+
     def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
         return reads.due_scopes(self._conn, now, limit)
 

@@ -110,6 +110,12 @@ def resource(conn: sqlite3.Connection, tenant: str, name: str) -> Resource | Non
     return found
 
 
+def ended_lifecycles(conn: sqlite3.Connection, now: int, limit: int) -> list[tuple[str, str]]:
+    sql = "SELECT tenant, name FROM resources INDEXED BY resources_lifecycle_end"
+    sql += " WHERE lifecycle_end IS NOT NULL AND lifecycle_end <= ? ORDER BY lifecycle_end LIMIT ?"
+    return [(str(t), str(n)) for t, n in conn.execute(sql, (now, limit))]
+
+
 def expired_leases(conn: sqlite3.Connection, now: int, limit: int) -> list[tuple[str, str]]:
     sql = "SELECT tenant, resource FROM leases INDEXED BY leases_expires_at WHERE expires_at <= ?"
     rows = conn.execute(sql + " ORDER BY expires_at LIMIT ?", (now, limit))

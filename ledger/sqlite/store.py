@@ -110,6 +110,10 @@ def _v2(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX leases_scope ON leases(tenant, scope) WHERE scope IS NOT NULL")
     db.execute("CREATE INDEX scopes_deadline ON scopes(last_beat + dead_ms)")
     db.execute(
+        "CREATE INDEX resources_lifecycle_end ON resources(lifecycle_end)"
+        " WHERE lifecycle_end IS NOT NULL"
+    )
+    db.execute(
         "CREATE TABLE waiters(seq INTEGER PRIMARY KEY AUTOINCREMENT, waiter_id TEXT NOT NULL"
         " UNIQUE, tenant TEXT NOT NULL, resource TEXT NOT NULL, worker TEXT NOT NULL,"
         " call TEXT NOT NULL, answer TEXT)"
