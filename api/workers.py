@@ -68,6 +68,7 @@ class Workers:
         """Serve until SIGTERM/SIGINT; 0 once every worker has shut down."""
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
+        signal.signal(signal.SIGHUP, self._hang_up)
         for _ in range(self._count):
             self._spawn()
         while self._children:
@@ -84,6 +85,12 @@ class Workers:
     def _spawn(self) -> None:
         child = subprocess.Popen(self._cmd, pass_fds=(self._fd,))
         self._children[child.pid] = child
+
+    def _hang_up(self, signum: int, frame: FrameType | None) -> None:
+        """SIGHUP reloads the signing key (``tenure keys rotate``): every worker does it."""
+        for child in list(self._children.values()):
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signal.SIGHUP)
 
     def _stop(self, signum: int, frame: FrameType | None) -> None:
         self._stopping = signum

@@ -73,8 +73,18 @@ class Issuer:
     """
 
     def __init__(self, signer: Signer) -> None:
-        self.signer = signer
+        self._signer = signer
         self._frame = _credential_frame(signer.did)
+
+    @property
+    def signer(self) -> Signer:
+        """The key it signs with; setting it (live rotation) rebuilds the frame, which names
+        the issuer, before the next credential."""
+        return self._signer
+
+    @signer.setter
+    def signer(self, signer: Signer) -> None:
+        self._frame, self._signer = _credential_frame(signer.did), signer
 
     def issue(
         self,

@@ -168,7 +168,7 @@ def test_the_sweeper_and_scope_queries(storage: Storage) -> None:
     assert [storage.live_leases(now) for now in (5_999, 6_000, 7_000)] == [2, 1, 0]
     with storage.transaction() as tx:
         assert tx.ended_lifecycles(8_999, 10) == []
-        assert sorted(tx.ended_lifecycles(9_000, 10)) == [("t", "r"), ("t", "s")]  # both end at 9_000
+        assert sorted(tx.ended_lifecycles(9_000, 10)) == [("t", "r"), ("t", "s")]  # both at 9_000
         assert len(tx.ended_lifecycles(9_000, 1)) == 1
 
 
