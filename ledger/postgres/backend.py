@@ -41,7 +41,14 @@ from ledger.postgres.connection import (
 )
 from ledger.postgres.schema import has_ledger, migrate
 from ledger.state import Committed
-from ledger.storage import ApiKeyRecord, CheckpointRecord, KeyRecord, RequestRecord, StorageError
+from ledger.storage import (
+    ApiKeyRecord,
+    CheckpointRecord,
+    KeyRecord,
+    RequestRecord,
+    StorageError,
+    WaiterRecord,
+)
 
 __all__ = ["PostgresStorage", "exists", "is_database_url"]
 
@@ -78,6 +85,24 @@ class PostgresTransaction:
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         return reads.request(self.conn, tenant, request_id)
+
+    def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
+        return reads.expired_leases(self.conn, now, limit)
+
+    def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
+        return reads.due_scopes(self.conn, now, limit)
+
+    def scope_resources(self, tenant: str, scope: str) -> list[str]:
+        return reads.scope_resources(self.conn, tenant, scope)
+
+    def waiters(self, tenant: str, resource: str) -> list[WaiterRecord]:
+        return reads.waiters(self.conn, tenant, resource)
+
+    def waiter(self, waiter_id: str) -> WaiterRecord | None:
+        return reads.waiter(self.conn, waiter_id)
+
+    def waiter_workers(self) -> list[str]:
+        return reads.waiter_workers(self.conn)
 
 
 class PostgresSnapshot:
@@ -202,6 +227,9 @@ class PostgresStorage:
 
     def log_id(self) -> str:
         return self._read(reads.log_id)
+
+    def live_leases(self, now: int) -> int:
+        return self._read(lambda conn: reads.live_leases(conn, now))
 
     def load_live(self) -> Committed:
         """Read in one REPEATABLE READ transaction: resources, leases and tree agree."""

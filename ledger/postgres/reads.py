@@ -11,7 +11,13 @@ import psycopg
 from ledger.leases import Completion, Lease, Resource
 from ledger.merkle import CompactRange
 from ledger.state import Committed
-from ledger.storage import ApiKeyRecord, CheckpointRecord, KeyRecord, RequestRecord
+from ledger.storage import (
+    ApiKeyRecord,
+    CheckpointRecord,
+    KeyRecord,
+    RequestRecord,
+    WaiterRecord,
+)
 
 Conn = psycopg.Connection[Any]
 
@@ -117,6 +123,51 @@ def resource(conn: Conn, tenant: str, name: str) -> Resource | None:
     where = " WHERE tenant = %s AND resource = %s ORDER BY fencing_token"
     found.leases.extend(_lease(lease) for lease in conn.execute(_LEASE + where, (tenant, name)))
     return found
+
+
+def live_leases(conn: Conn, now: int) -> int:
+    row = conn.execute("SELECT count(*) FROM leases WHERE expires_at > %s", (now,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def expired_leases(conn: Conn, now: int, limit: int) -> list[tuple[str, str]]:
+    """By ``leases_expires_at``: the oldest expiries first, one pair per resource."""
+    sql = "SELECT tenant, resource FROM leases WHERE expires_at <= %s ORDER BY expires_at LIMIT %s"
+    return list(dict.fromkeys((str(t), str(r)) for t, r in conn.execute(sql, (now, limit))))
+
+
+def due_scopes(conn: Conn, now: int, limit: int) -> list[tuple[str, str]]:
+    """By ``scopes_deadline``, an index on the expression ``last_beat + dead_ms``."""
+    sql = "SELECT tenant, scope FROM scopes WHERE last_beat + dead_ms <= %s LIMIT %s"
+    return [(str(t), str(s)) for t, s in conn.execute(sql, (now, limit))]
+
+
+def scope_resources(conn: Conn, tenant: str, scope: str) -> list[str]:
+    sql = "SELECT DISTINCT resource FROM leases WHERE tenant = %s AND scope = %s ORDER BY resource"
+    return [str(r) for (r,) in conn.execute(sql, (tenant, scope))]
+
+
+_WAITER = "SELECT waiter_id, worker, call, answer FROM waiters"
+
+
+def waiters(conn: Conn, tenant: str, resource: str) -> list[WaiterRecord]:
+    """The resource's waiters not yet granted, FIFO (``seq``)."""
+    sql = _WAITER + " WHERE tenant = %s AND resource = %s AND answer IS NULL ORDER BY seq"
+    return [_waiter(row) for row in conn.execute(sql, (tenant, resource))]
+
+
+def waiter(conn: Conn, waiter_id: str) -> WaiterRecord | None:
+    row = conn.execute(_WAITER + " WHERE waiter_id = %s", (waiter_id,)).fetchone()
+    return None if row is None else _waiter(row)
+
+
+def waiter_workers(conn: Conn) -> list[str]:
+    return [str(w) for (w,) in conn.execute("SELECT DISTINCT worker FROM waiters")]
+
+
+def _waiter(row: Any) -> WaiterRecord:
+    answer = None if row[3] is None else json.loads(row[3])
+    return WaiterRecord(row[0], row[1], json.loads(row[2]), answer)
 
 
 def load_live(conn: Conn) -> Committed:
