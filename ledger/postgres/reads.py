@@ -125,35 +125,46 @@ def resource(conn: Conn, tenant: str, name: str) -> Resource | None:
     return found
 
 
+LIVE_LEASES = "SELECT count(*) FROM leases WHERE expires_at > %s"
+
+
 def live_leases(conn: Conn, now: int) -> int:
-    row = conn.execute("SELECT count(*) FROM leases WHERE expires_at > %s", (now,)).fetchone()
+    row = conn.execute(LIVE_LEASES, (now,)).fetchone()
     return 0 if row is None else int(row[0])
 
 
+EXPIRED_LEASES = (
+    "SELECT tenant, resource FROM leases WHERE expires_at <= %s ORDER BY expires_at LIMIT %s"
+)
+"""By the index ``leases_expires_at`` (schema step 2), as each query below names its index."""
+DUE_SCOPES = "SELECT tenant, scope FROM scopes WHERE last_beat + dead_ms <= %s LIMIT %s"
+"""By ``scopes_deadline``, an index on the expression ``last_beat + dead_ms``."""
+SCOPE_RESOURCES = (
+    "SELECT DISTINCT resource FROM leases WHERE tenant = %s AND scope = %s ORDER BY resource"
+)
+"""By ``leases_scope`` (partial: ``scope IS NOT NULL``)."""
+_WAITER = "SELECT waiter_id, worker, call, answer FROM waiters"
+WAITERS = _WAITER + " WHERE tenant = %s AND resource = %s AND answer IS NULL ORDER BY seq"
+"""By ``waiters_queue``: FIFO in ``seq`` order."""
+
+
 def expired_leases(conn: Conn, now: int, limit: int) -> list[tuple[str, str]]:
-    """By ``leases_expires_at``: the oldest expiries first, one pair per resource."""
-    sql = "SELECT tenant, resource FROM leases WHERE expires_at <= %s ORDER BY expires_at LIMIT %s"
-    return list(dict.fromkeys((str(t), str(r)) for t, r in conn.execute(sql, (now, limit))))
+    """The oldest expiries first, one pair per resource."""
+    rows = conn.execute(EXPIRED_LEASES, (now, limit))
+    return list(dict.fromkeys((str(t), str(r)) for t, r in rows))
 
 
 def due_scopes(conn: Conn, now: int, limit: int) -> list[tuple[str, str]]:
-    """By ``scopes_deadline``, an index on the expression ``last_beat + dead_ms``."""
-    sql = "SELECT tenant, scope FROM scopes WHERE last_beat + dead_ms <= %s LIMIT %s"
-    return [(str(t), str(s)) for t, s in conn.execute(sql, (now, limit))]
+    return [(str(t), str(s)) for t, s in conn.execute(DUE_SCOPES, (now, limit))]
 
 
 def scope_resources(conn: Conn, tenant: str, scope: str) -> list[str]:
-    sql = "SELECT DISTINCT resource FROM leases WHERE tenant = %s AND scope = %s ORDER BY resource"
-    return [str(r) for (r,) in conn.execute(sql, (tenant, scope))]
-
-
-_WAITER = "SELECT waiter_id, worker, call, answer FROM waiters"
+    return [str(r) for (r,) in conn.execute(SCOPE_RESOURCES, (tenant, scope))]
 
 
 def waiters(conn: Conn, tenant: str, resource: str) -> list[WaiterRecord]:
     """The resource's waiters not yet granted, FIFO (``seq``)."""
-    sql = _WAITER + " WHERE tenant = %s AND resource = %s AND answer IS NULL ORDER BY seq"
-    return [_waiter(row) for row in conn.execute(sql, (tenant, resource))]
+    return [_waiter(row) for row in conn.execute(WAITERS, (tenant, resource))]
 
 
 def waiter(conn: Conn, waiter_id: str) -> WaiterRecord | None:
