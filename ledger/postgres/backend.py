@@ -10,11 +10,12 @@ statement fails the transaction at the latest when it commits. Commits are durab
 reconnecting connection (``connection.Reader``); the export snapshot is its own REPEATABLE READ
 READ ONLY transaction. Every database failure surfaces as :class:`StorageError`.
 
-Until decisions move into the transaction (issue 10), lease state is authoritative in one
-process's memory, so one serving node per database: a serving node (``exclusive=True``) holds a
-session advisory lock — a second one refuses to start — and names itself in ``log_head``, so
-that even after the lock was lost (the server restarted) a node that is no longer the named one
-has its writes refused rather than diverge.
+Decisions are taken inside the transaction (docs/decisions/0006), but the leader role and the
+wake-ups of waiters still use the local host's locks and sockets (``ledger/cluster.py``), so
+still one serving node per database: a serving node (``exclusive=True``) holds a session
+advisory lock — a second one refuses to start — and names itself in ``log_head``, so that even
+after the lock was lost (the server restarted) a node that is no longer the named one has its
+writes refused rather than diverge.
 """
 
 from __future__ import annotations
