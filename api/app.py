@@ -45,6 +45,7 @@ from ledger.calls import Limits, StorageUnavailable, now_ms
 from ledger.log import LogReader
 from ledger.runtime import Runtime as Core
 from ledger.runtime import RuntimeConfig
+from ledger.storage import StorageError
 from verify.trust import keyring_periods
 
 logger = logging.getLogger("tenure")
@@ -194,7 +195,8 @@ def _handlers(app: FastAPI) -> None:
             return raw({"data": data}, 500)
 
     @app.exception_handler(StorageUnavailable)
-    async def unavailable(request: Request, error: StorageUnavailable) -> Response:
+    @app.exception_handler(StorageError)  # a read of a database that went away (PostgreSQL)
+    async def unavailable(request: Request, error: Exception) -> Response:
         return unknown_response(request, f"storage unavailable: {error}")
 
 
@@ -244,8 +246,12 @@ def _routes(app: FastAPI, settings: Settings) -> None:
     async def healthz(request: Request) -> Response:
         """Liveness, storage and background-task health."""
         core: Core = request.app.state.core
-        data = core.health() | {"ledger": core.service.position().as_data()}
-        return raw({"data": data}, 200 if core.healthy else 503)
+        try:
+            ledger = core.service.position().as_data()
+        except StorageError:  # the database went away: unhealthy whatever the last commit did
+            data = core.health() | {"status": "unknown", "storage": "unavailable"}
+            return raw({"data": data}, 503)
+        return raw({"data": core.health() | {"ledger": ledger}}, 200 if core.healthy else 503)
 
     @app.get("/readyz")
     async def readyz(request: Request) -> Response:

@@ -73,7 +73,7 @@ def test_the_schema_is_migrated_once_and_its_versions_recorded(postgres_url: str
     with psycopg.connect(postgres_url) as conn:
         versions = conn.execute("SELECT version FROM schema_version").fetchall()
         conn.execute("INSERT INTO schema_version(version) VALUES (%s)", (SCHEMA_VERSION + 1,))
-    assert versions == [(SCHEMA_VERSION,)]
+    assert versions == [(step,) for step in range(1, SCHEMA_VERSION + 1)]
     with pytest.raises(StorageError, match="newer than this server"):
         open_storage(postgres_url)
 

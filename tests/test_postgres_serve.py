@@ -121,6 +121,8 @@ def test_a_lost_database_is_503_unknown_and_the_node_recovers_by_itself(
         assert lost.json()["data"]["status"] == "unknown"
         health = api.get("/healthz")
         assert health.status_code == 503 and health.json()["data"]["storage"] == "unavailable"
+        read = api.get("/api/v1/log/entries", params={"start": 0, "end": 1})
+        assert read.status_code == 503 and read.json()["data"]["status"] == "unknown"
         own_postgres.resume()
         _until_healthy(api)  # no request needed: the sweeper reconnects and reloads
         assert lease(api, "acquire", resource=r, holder="w2").status_code == 409  # w1 holds r

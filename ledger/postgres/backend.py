@@ -10,11 +10,12 @@ statement fails the transaction at the latest when it commits. Commits are durab
 reconnecting connection (``connection.Reader``); the export snapshot is its own REPEATABLE READ
 READ ONLY transaction. Every database failure surfaces as :class:`StorageError`.
 
-Until decisions move into the transaction (issue 10), lease state is authoritative in one
-process's memory, so one serving node per database: a serving node (``exclusive=True``) holds a
-session advisory lock — a second one refuses to start — and names itself in ``log_head``, so
-that even after the lock was lost (the server restarted) a node that is no longer the named one
-has its writes refused rather than diverge.
+Decisions are taken inside the transaction (docs/decisions/0006), but the leader role and the
+wake-ups of waiters still use the local host's locks and sockets (``ledger/cluster.py``), so
+still one serving node per database: a serving node (``exclusive=True``) holds a session
+advisory lock — a second one refuses to start — and names itself in ``log_head``, so that even
+after the lock was lost (the server restarted) a node that is no longer the named one has its
+writes refused rather than diverge.
 """
 
 from __future__ import annotations
@@ -41,7 +42,14 @@ from ledger.postgres.connection import (
 )
 from ledger.postgres.schema import has_ledger, migrate
 from ledger.state import Committed
-from ledger.storage import ApiKeyRecord, CheckpointRecord, KeyRecord, RequestRecord, StorageError
+from ledger.storage import (
+    ApiKeyRecord,
+    CheckpointRecord,
+    KeyRecord,
+    RequestRecord,
+    StorageError,
+    WaiterRecord,
+)
 
 __all__ = ["PostgresStorage", "exists", "is_database_url"]
 
@@ -78,6 +86,24 @@ class PostgresTransaction:
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         return reads.request(self.conn, tenant, request_id)
+
+    def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
+        return reads.expired_leases(self.conn, now, limit)
+
+    def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
+        return reads.due_scopes(self.conn, now, limit)
+
+    def scope_resources(self, tenant: str, scope: str) -> list[str]:
+        return reads.scope_resources(self.conn, tenant, scope)
+
+    def waiters(self, tenant: str, resource: str) -> list[WaiterRecord]:
+        return reads.waiters(self.conn, tenant, resource)
+
+    def waiter(self, waiter_id: str) -> WaiterRecord | None:
+        return reads.waiter(self.conn, waiter_id)
+
+    def waiter_workers(self) -> list[str]:
+        return reads.waiter_workers(self.conn)
 
 
 class PostgresSnapshot:
@@ -202,6 +228,9 @@ class PostgresStorage:
 
     def log_id(self) -> str:
         return self._read(reads.log_id)
+
+    def live_leases(self, now: int) -> int:
+        return self._read(lambda conn: reads.live_leases(conn, now))
 
     def load_live(self) -> Committed:
         """Read in one REPEATABLE READ transaction: resources, leases and tree agree."""

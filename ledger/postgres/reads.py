@@ -11,7 +11,13 @@ import psycopg
 from ledger.leases import Completion, Lease, Resource
 from ledger.merkle import CompactRange
 from ledger.state import Committed
-from ledger.storage import ApiKeyRecord, CheckpointRecord, KeyRecord, RequestRecord
+from ledger.storage import (
+    ApiKeyRecord,
+    CheckpointRecord,
+    KeyRecord,
+    RequestRecord,
+    WaiterRecord,
+)
 
 Conn = psycopg.Connection[Any]
 
@@ -117,6 +123,62 @@ def resource(conn: Conn, tenant: str, name: str) -> Resource | None:
     where = " WHERE tenant = %s AND resource = %s ORDER BY fencing_token"
     found.leases.extend(_lease(lease) for lease in conn.execute(_LEASE + where, (tenant, name)))
     return found
+
+
+LIVE_LEASES = "SELECT count(*) FROM leases WHERE expires_at > %s"
+
+
+def live_leases(conn: Conn, now: int) -> int:
+    row = conn.execute(LIVE_LEASES, (now,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+EXPIRED_LEASES = (
+    "SELECT tenant, resource FROM leases WHERE expires_at <= %s ORDER BY expires_at LIMIT %s"
+)
+"""By the index ``leases_expires_at`` (schema step 2), as each query below names its index."""
+DUE_SCOPES = "SELECT tenant, scope FROM scopes WHERE last_beat + dead_ms <= %s LIMIT %s"
+"""By ``scopes_deadline``, an index on the expression ``last_beat + dead_ms``."""
+SCOPE_RESOURCES = (
+    "SELECT DISTINCT resource FROM leases WHERE tenant = %s AND scope = %s ORDER BY resource"
+)
+"""By ``leases_scope`` (partial: ``scope IS NOT NULL``)."""
+_WAITER = "SELECT waiter_id, worker, call, answer FROM waiters"
+WAITERS = _WAITER + " WHERE tenant = %s AND resource = %s AND answer IS NULL ORDER BY seq"
+"""By ``waiters_queue``: FIFO in ``seq`` order."""
+
+
+def expired_leases(conn: Conn, now: int, limit: int) -> list[tuple[str, str]]:
+    """The oldest expiries first, one pair per resource."""
+    rows = conn.execute(EXPIRED_LEASES, (now, limit))
+    return list(dict.fromkeys((str(t), str(r)) for t, r in rows))
+
+
+def due_scopes(conn: Conn, now: int, limit: int) -> list[tuple[str, str]]:
+    return [(str(t), str(s)) for t, s in conn.execute(DUE_SCOPES, (now, limit))]
+
+
+def scope_resources(conn: Conn, tenant: str, scope: str) -> list[str]:
+    return [str(r) for (r,) in conn.execute(SCOPE_RESOURCES, (tenant, scope))]
+
+
+def waiters(conn: Conn, tenant: str, resource: str) -> list[WaiterRecord]:
+    """The resource's waiters not yet granted, FIFO (``seq``)."""
+    return [_waiter(row) for row in conn.execute(WAITERS, (tenant, resource))]
+
+
+def waiter(conn: Conn, waiter_id: str) -> WaiterRecord | None:
+    row = conn.execute(_WAITER + " WHERE waiter_id = %s", (waiter_id,)).fetchone()
+    return None if row is None else _waiter(row)
+
+
+def waiter_workers(conn: Conn) -> list[str]:
+    return [str(w) for (w,) in conn.execute("SELECT DISTINCT worker FROM waiters")]
+
+
+def _waiter(row: Any) -> WaiterRecord:
+    answer = None if row[3] is None else json.loads(row[3])
+    return WaiterRecord(row[0], row[1], json.loads(row[2]), answer)
 
 
 def load_live(conn: Conn) -> Committed:

@@ -16,7 +16,7 @@ import psycopg
 
 from ledger.storage import StorageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MIGRATION_LOCK = 0x7465_6E75_7265_0001  # pg_advisory_xact_lock key: "tenure" + 1
 """Held while migrating, so nodes starting together create the schema once."""
 
@@ -70,7 +70,25 @@ def _v1(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     conn.execute("INSERT INTO meta VALUES ('log_id', %s)", (secrets.token_hex(8),))
 
 
-MIGRATIONS: list[Callable[[psycopg.Connection[tuple[object, ...]]], None]] = [_v1]
+_V2 = """
+CREATE INDEX leases_expires_at ON leases(expires_at);
+CREATE INDEX leases_scope ON leases(tenant, scope) WHERE scope IS NOT NULL;
+CREATE INDEX scopes_deadline ON scopes((last_beat + dead_ms));
+CREATE TABLE waiters(seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    waiter_id text NOT NULL UNIQUE, tenant text NOT NULL, resource text NOT NULL,
+    worker text NOT NULL, call text NOT NULL, answer text);
+CREATE INDEX waiters_queue ON waiters(tenant, resource, seq);
+CREATE INDEX waiters_worker ON waiters(worker);
+"""
+
+
+def _v2(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """As SQLite's step 2 (docs/decisions/0006): the indexes the sweeper and scopes query by,
+    and the ``waiters`` queue (FIFO by ``seq``)."""
+    conn.execute(_V2)
+
+
+MIGRATIONS: list[Callable[[psycopg.Connection[tuple[object, ...]]], None]] = [_v1, _v2]
 
 
 def migrate(conn: psycopg.Connection[tuple[object, ...]]) -> int:

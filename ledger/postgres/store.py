@@ -13,12 +13,16 @@ from typing import Any
 import psycopg
 
 from ledger.changes import (
+    AddWaiter,
     AppendEntry,
     ArmDeadMan,
     Change,
     DisarmDeadMan,
     DropLease,
+    DropWaiter,
+    DropWorkerWaiters,
     ForgetRequests,
+    GrantWaiter,
     PutCheckpoint,
     PutLease,
     PutNodes,
@@ -107,6 +111,22 @@ def _apply_rare(conn: Conn, change: Change) -> None:
             conn.execute("DELETE FROM scopes WHERE tenant = %s AND scope = %s", _row(change))
         case PutCheckpoint():
             conn.execute(_CHECKPOINT, _row(change))
+        case _:
+            _apply_waiters(conn, change)
+
+
+def _apply_waiters(conn: Conn, change: Change) -> None:
+    match change:
+        case AddWaiter():
+            sql = "INSERT INTO waiters(waiter_id, tenant, resource, worker, call)"
+            conn.execute(sql + " VALUES (%s, %s, %s, %s, %s)", _row(change))
+        case GrantWaiter():
+            sql = "UPDATE waiters SET answer = %s WHERE waiter_id = %s"
+            conn.execute(sql, (change.answer, change.waiter_id))
+        case DropWaiter():
+            conn.execute("DELETE FROM waiters WHERE waiter_id = %s", _row(change))
+        case DropWorkerWaiters():
+            conn.execute("DELETE FROM waiters WHERE worker = %s", _row(change))
         case _:
             raise TypeError(f"no PostgreSQL translation for {change!r}")
 
