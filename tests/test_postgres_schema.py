@@ -46,6 +46,7 @@ def test_a_version_1_ledger_is_migrated_to_2_keeping_its_rows(postgres_url: str)
         (reads.EXPIRED_LEASES, (5_000, 1000), "leases_expires_at"),
         (reads.LIVE_LEASES, (5_000,), "leases_expires_at"),
         (reads.DUE_SCOPES, (5_000, 1000), "scopes_deadline"),
+        (reads.ENDED_LIFECYCLES, (5_000, 1000), "resources_lifecycle_end"),
         (reads.SCOPE_RESOURCES, ("t", "job"), "leases_scope"),
         (reads.WAITERS, ("t", "r"), "waiters_queue"),
     ],

@@ -90,6 +90,9 @@ class PostgresTransaction:
     def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
         return reads.expired_leases(self.conn, now, limit)
 
+    def ended_lifecycles(self, now: int, limit: int) -> list[tuple[str, str]]:
+        return reads.ended_lifecycles(self.conn, now, limit)
+
     def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
         return reads.due_scopes(self.conn, now, limit)
 

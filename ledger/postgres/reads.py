@@ -137,6 +137,10 @@ EXPIRED_LEASES = (
     "SELECT tenant, resource FROM leases WHERE expires_at <= %s ORDER BY expires_at LIMIT %s"
 )
 """By the index ``leases_expires_at`` (schema step 2), as each query below names its index."""
+ENDED_LIFECYCLES = (
+    "SELECT tenant, name FROM resources WHERE lifecycle_end IS NOT NULL AND lifecycle_end <= %s"
+    " ORDER BY lifecycle_end LIMIT %s"
+)
 DUE_SCOPES = "SELECT tenant, scope FROM scopes WHERE last_beat + dead_ms <= %s LIMIT %s"
 """By ``scopes_deadline``, an index on the expression ``last_beat + dead_ms``."""
 SCOPE_RESOURCES = (
@@ -152,6 +156,10 @@ def expired_leases(conn: Conn, now: int, limit: int) -> list[tuple[str, str]]:
     """The oldest expiries first, one pair per resource."""
     rows = conn.execute(EXPIRED_LEASES, (now, limit))
     return list(dict.fromkeys((str(t), str(r)) for t, r in rows))
+
+
+def ended_lifecycles(conn: Conn, now: int, limit: int) -> list[tuple[str, str]]:
+    return [(str(t), str(n)) for t, n in conn.execute(ENDED_LIFECYCLES, (now, limit))]
 
 
 def due_scopes(conn: Conn, now: int, limit: int) -> list[tuple[str, str]]:

@@ -74,6 +74,7 @@ _V2 = """
 CREATE INDEX leases_expires_at ON leases(expires_at);
 CREATE INDEX leases_scope ON leases(tenant, scope) WHERE scope IS NOT NULL;
 CREATE INDEX scopes_deadline ON scopes((last_beat + dead_ms));
+CREATE INDEX resources_lifecycle_end ON resources(lifecycle_end) WHERE lifecycle_end IS NOT NULL;
 CREATE TABLE waiters(seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     waiter_id text NOT NULL UNIQUE, tenant text NOT NULL, resource text NOT NULL,
     worker text NOT NULL, call text NOT NULL, answer text);
