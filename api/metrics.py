@@ -110,10 +110,10 @@ class StateCollector(Collector):
         latest = core.storage.latest_checkpoint()
         age = float("nan") if latest is None else max(0, now - latest.timestamp) / 1000
         yield _gauge("tenure_checkpoint_age_seconds", "Age of the latest signed checkpoint.", age)
-        service = core.service
         live = core.storage.live_leases(now)
         yield _gauge("tenure_leases_live", "Leases held now (not expired).", live)
-        yield _gauge("tenure_waiters_queued", "Callers waiting for a lease now.", service.waiting())
+        waiting = core.storage.queued_waiters()  # over every worker, not only this one
+        yield _gauge("tenure_waiters_queued", "Callers waiting for a lease now.", waiting)
 
 
 def _gauge(name: str, text: str, value: float) -> GaugeMetricFamily:

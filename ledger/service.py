@@ -161,10 +161,6 @@ class LeaseService:
             answer: Answer = await self.durable(final)
             return answer
 
-    def waiting(self) -> int:
-        """Callers of this process waiting for a lease now (the metrics' gauge)."""
-        return 0 if self._decider is None else len(self._decider.local)
-
     def wake(self, waiter_id: str) -> None:
         """Another process granted this process's waiter: collect the answer from its row."""
         decider = self._decider

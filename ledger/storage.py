@@ -202,6 +202,10 @@ class Storage(Protocol):
         """How many leases have not expired at ``now`` (ms), by the expiry index (metrics)."""
         ...
 
+    def queued_waiters(self) -> int:
+        """How many callers wait for a lease now, over every process and node (metrics)."""
+        ...
+
     def load_live(self) -> Committed:
         """Everything the service keeps in memory, as committed."""
         ...

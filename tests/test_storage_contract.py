@@ -190,6 +190,7 @@ def test_waiters_queue_in_order_and_are_granted_collected_or_purged(storage: Sto
         tx.apply(DropWorkerWaiters("B"))
         assert tx.waiter("w1") is None and tx.waiter_workers() == ["A"]
         assert [w.waiter_id for w in tx.waiters("t", "r")] == ["w3"]
+    assert storage.queued_waiters() == 1  # w3: the others were granted, dropped or purged
 
 
 def test_a_failed_transaction_leaves_nothing(storage: Storage) -> None:

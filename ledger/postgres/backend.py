@@ -235,6 +235,9 @@ class PostgresStorage:
     def live_leases(self, now: int) -> int:
         return self._read(lambda conn: reads.live_leases(conn, now))
 
+    def queued_waiters(self) -> int:
+        return self._read(reads.queued_waiters)
+
     def load_live(self) -> Committed:
         """Read in one REPEATABLE READ transaction: resources, leases and tree agree."""
         return self._read(lambda conn: _repeatable(conn, reads.load_live))

@@ -128,6 +128,11 @@ def resource(conn: Conn, tenant: str, name: str) -> Resource | None:
 LIVE_LEASES = "SELECT count(*) FROM leases WHERE expires_at > %s"
 
 
+def queued_waiters(conn: Conn) -> int:
+    row = conn.execute("SELECT count(*) FROM waiters WHERE answer IS NULL").fetchone()
+    return 0 if row is None else int(row[0])
+
+
 def live_leases(conn: Conn, now: int) -> int:
     row = conn.execute(LIVE_LEASES, (now,)).fetchone()
     return 0 if row is None else int(row[0])

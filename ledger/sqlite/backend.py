@@ -217,6 +217,9 @@ class SQLiteStorage:
     def live_leases(self, now: int) -> int:
         return reads.live_leases(self._reader, now)
 
+    def queued_waiters(self) -> int:
+        return reads.queued_waiters(self._reader)
+
     def load_live(self) -> Committed:
         return reads.load_live(self._reader)
 

@@ -137,6 +137,10 @@ def scope_resources(conn: sqlite3.Connection, tenant: str, scope: str) -> list[s
 _WAITER = "SELECT waiter_id, worker, call, answer FROM waiters"
 
 
+def queued_waiters(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT count(*) FROM waiters WHERE answer IS NULL").fetchone()[0])
+
+
 def waiters(conn: sqlite3.Connection, tenant: str, resource: str) -> list[WaiterRecord]:
     sql = _WAITER + " WHERE tenant = ? AND resource = ? AND answer IS NULL ORDER BY seq"
     return [_waiter(row) for row in conn.execute(sql, (tenant, resource))]
