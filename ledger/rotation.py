@@ -1,17 +1,16 @@
-"""Live key rotation: a running service switches to a new signing key at once.
+"""Live key rotation: every process of a running service switches to a new signing key at one
+recorded instant.
 
 Receipts and checkpoints are dated by the runtime's clock when they are signed, and a verifier
-accepts a key only for dates in ``[validFrom, validUntil)`` (``verify/trust.py``). So the switch
-must be one step that no signature can straddle: the new key's period, starting at ``at`` = one
-millisecond after the clock's current reading, is recorded durably (the old key's period ends
-there), then the issuer and the log reader take the new key before anything else runs on the
-event loop. The loop is held for that one storage write (milliseconds, once per rotation):
-every signature before it is dated before ``at`` with the old key, every one after at or past
-``at`` with the new key.
+accepts a key only for dates in ``[validFrom, validUntil)`` (``verify/trust.py``). So no process
+may sign with the old key after the instant the keyring says it was retired. The first process to
+see the new key (each polls the key folder every second, and SIGHUP reaches every worker) records
+its period as starting ``ROTATE_AHEAD_MS`` ahead — the old key's period ends there — and every
+process, reading that one recorded instant back, schedules its switch for exactly then: signatures
+before it are the old key's, signatures from it the new key's, in every worker.
 
 The record goes through a second storage handle: the service's own writer belongs to the group
-committer's thread. ``record_key_use`` is idempotent, so several processes rotating to the same
-key agree.
+committer's thread. ``record_key_use`` keeps the first record, so all processes agree.
 """
 
 from __future__ import annotations
@@ -33,18 +32,29 @@ CLOCK_WAIT_SECONDS = 0.005
 """How long to wait for the clock to pass ``at``; a fixed test clock never does."""
 
 
-def rotate(runtime: Runtime, key: SigningKey) -> None:
-    """Record ``key`` as the log's key from the next millisecond and sign with it from then on.
-    Runs on the event loop and holds it until the switch is done (see the module docstring)."""
-    at = runtime.clock() + 1
-    storage = open_storage(runtime.config.data_dir)
+ROTATE_AHEAD_MS = 1500
+"""A new key takes over this long after the first process to see it: every worker of
+``tenure serve --workers N`` polls the key folder each second (or is signalled), reads the
+instant the first one recorded, and switches at exactly that instant — so no worker signs with
+the old key after the period the keyring publishes for it has ended."""
+
+
+def record(runtime: Runtime, key: SigningKey) -> int:
+    """Record ``key`` as the log's key from ``ROTATE_AHEAD_MS`` ahead (unless another process
+    already did: the first record wins) and return the instant it takes over (ms)."""
+    storage = open_storage(runtime.config.database or runtime.config.data_dir)
     try:
-        record_keys(storage, key, at)
+        record_keys(storage, key, runtime.clock() + ROTATE_AHEAD_MS)
+        return next(r.valid_from for r in storage.signing_keys() if r.did == key.did)
     finally:
         storage.close()
+
+
+def switch(runtime: Runtime, key: SigningKey, at: int) -> None:
+    """Sign with ``key`` from ``at`` on; runs on the event loop, scheduled for ``at``."""
     deadline = time.monotonic() + CLOCK_WAIT_SECONDS
     while runtime.clock() < at and time.monotonic() < deadline:
-        pass  # at most a millisecond: no signature may be dated before ``at`` by the new key
+        pass  # the timer may fire a hair early: no signature by the new key dated before ``at``
     runtime.issuer.signer = Signer(key.private_key)
     runtime.log.key = key
     logger.info("signing with the rotated key %s from %d", key.did, at)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ledger import rotation
 from ledger.calls import Limits, now_ms
 from ledger.cluster import Cluster
 from ledger.keyring import (
@@ -31,7 +32,6 @@ from ledger.keyring import (
 )
 from ledger.log import LogReader, SignedCheckpoint
 from ledger.provenance import Issuer
-from ledger.rotation import rotate
 from ledger.service import LeaseService
 from ledger.signer import Signer
 from ledger.storage import Storage, default_origin, open_storage
@@ -83,6 +83,7 @@ class Runtime:
         self.tasks.add("sweeper", self._sweep, config.sweep_interval)
         self.tasks.add("sealer", self._seal, config.checkpoint_interval)
         self._seal_lock = asyncio.Lock()
+        self._rotating: Path | None = None  # a key file whose switch is scheduled
         self._sealed_at = -SEAL_SPACING
         self.tasks.add("keywatch", self.reload_keys, config.key_watch_interval)
 
@@ -172,11 +173,20 @@ class Runtime:
         newest = newest_key_file(self.config.keys_dir)
         if newest is None or newest == self.log.key.path:
             return
+        if newest == self._rotating:
+            return  # already scheduled
         try:
             key = load_signing_keys(self.config.keys_dir)[-1]
         except ValueError:  # a file still being written: the next round reads it whole
             return
-        rotate(self, key)
+        at = rotation.record(self, key)
+        self._rotating = newest
+
+        def take_over() -> None:
+            rotation.switch(self, key, at)
+            self._rotating = None
+
+        asyncio.get_running_loop().call_later(max(0, at - self.clock()) / 1000, take_over)
 
     async def _lead(self) -> None:
         """Take the lead if it is free (the sweeper and sealer run in the leader only), and as

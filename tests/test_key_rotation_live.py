@@ -73,7 +73,9 @@ def check_all(client: httpx.Client, answers: list[dict[str, Any]]) -> set[str]:
     return issuers
 
 
-def test_rotation_under_load_takes_effect_within_a_second(fresh_server: Server) -> None:
+def test_rotation_under_load_takes_effect_within_two_seconds_in_every_worker(
+    fresh_server: Server,
+) -> None:
     server = fresh_server.start()
     with server.client() as client:
         old = active_did(client)
@@ -86,7 +88,7 @@ def test_rotation_under_load_takes_effect_within_a_second(fresh_server: Server) 
             count = len(load.answers)
             while len(load.answers) < count + 20:
                 time.sleep(0.01)
-        assert took < 1.5
+        assert took < 3.0  # ROTATE_AHEAD_MS after the first worker saw it, plus its poll
         after = client.get("/api/v1/log/checkpoint").json()
         assert after["treeSize"] > before["treeSize"]
         assert check_all(client, load.answers) == {old, active_did(client)}
@@ -110,7 +112,7 @@ def test_sighup_switches_at_once(fresh_server: Server, monkeypatch: pytest.Monke
         assert active_did(client) == old  # no watch, no signal: still the old key
         assert server.process is not None
         server.process.send_signal(signal.SIGHUP)
-        wait_for_new_key(client, old, 2.0)
+        wait_for_new_key(client, old, 4.0)
         second = lease(client, "acquire", resource=rid(), holder="w").json()
         assert check_all(client, [first, second]) == {old, active_did(client)}
         assert client.get("/readyz").status_code == 200
