@@ -21,7 +21,6 @@ from typing import Any, Protocol
 
 from ledger.changes import Change, PutCheckpoint
 from ledger.leases import Resource
-from ledger.state import Committed
 
 CheckpointRecord = PutCheckpoint
 """A stored signed checkpoint: what :class:`PutCheckpoint` stored is what is read back."""
@@ -204,10 +203,6 @@ class Storage(Protocol):
 
     def queued_waiters(self) -> int:
         """How many callers wait for a lease now, over every process and node (metrics)."""
-        ...
-
-    def load_live(self) -> Committed:
-        """Everything the service keeps in memory, as committed."""
         ...
 
     def export_snapshot(self) -> AbstractContextManager[Snapshot]: ...

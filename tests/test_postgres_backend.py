@@ -118,7 +118,9 @@ def test_reads_and_writes_reconnect_after_the_server_dropped_every_session(
     assert storage.tree_size() == 1  # the reader's dead connection is replaced
     with storage.transaction() as tx:  # the pool checks its connection before lending it
         tx.apply(PutResource("t", "r", 1, 1, None, None, None, None, None))
-    assert storage.load_live().resources[("t", "r")].max_token == 1
+    with storage.transaction() as tx:
+        found = tx.resource("t", "r")
+        assert found is not None and found.max_token == 1
 
 
 def test_an_unreachable_database_is_a_storage_error_without_the_password(

@@ -39,6 +39,7 @@ from ledger.leases import Completion, Lease, Resource
 from ledger.storage import (
     ApiKeyRecord,
     KeyRecord,
+    RequestRecord,
     Storage,
     StorageError,
     Transaction,
@@ -112,11 +113,10 @@ def test_every_change_reads_back_inside_and_outside_the_transaction(storage: Sto
     assert (storage.tree_size(), storage.node(0, 0), storage.entry(0)) == (1, b"n" * 32, b'{"e":0}')
     assert storage.entries(0, 5) == [(0, b'{"e":0}')]
     assert storage.latest_checkpoint() == CHECKPOINT
-    live = storage.load_live()
-    assert live.resources == {("t", "r"): expected_resource()}
-    assert live.idempotency == {("t", "req-1"): (b"q" * 32, {"outcome": "GRANTED"}, 1_000)}
-    assert live.scopes == {("t", "job"): (30_000, 1_000)}
-    assert live.tree.size == 1
+    with storage.transaction() as tx:  # and in the next transaction, as committed
+        assert tx.resource("t", "r") == expected_resource()
+        assert tx.request("t", "req-1") == RequestRecord(b"q" * 32, {"outcome": "GRANTED"}, 1_000)
+        assert tx.due_scopes(30_999, 10) == [] and tx.due_scopes(31_000, 10) == [("t", "job")]
 
 
 def expected_resource(expires_at: int = 5_000) -> Resource:
@@ -135,7 +135,9 @@ def test_lease_changes_renew_and_drop(storage: Storage) -> None:
         found = tx.resource("t", "r")
         assert found is not None and found.leases == []
         assert tx.resource("t", "other") is None
-    assert storage.load_live().resources[("t", "r")].leases == []
+    with storage.transaction() as tx:
+        found = tx.resource("t", "r")
+        assert found is not None and found.leases == []  # the drop was committed
 
 
 def test_requests_are_forgotten_and_dead_man_switches_disarmed(storage: Storage) -> None:
@@ -147,8 +149,9 @@ def test_requests_are_forgotten_and_dead_man_switches_disarmed(storage: Storage)
         record = tx.request("t", "req-2")
         assert record is not None and record.answer == {"outcome": "RELEASED"}
         assert (record.digest, record.created_at) == (b"r" * 32, 3_000)
-    live = storage.load_live()
-    assert set(live.idempotency) == {("t", "req-2")} and live.scopes == {}
+    with storage.transaction() as tx:
+        assert tx.request("t", "req-2") is not None
+        assert tx.due_scopes(2**62, 10) == []  # disarmed
 
 
 def test_the_sweeper_and_scope_queries(storage: Storage) -> None:
@@ -199,7 +202,8 @@ def test_a_failed_transaction_leaves_nothing(storage: Storage) -> None:
         tx.apply(RESOURCE)
         raise RuntimeError("the decision failed half-way")
     assert storage.tree_size() == 0 and storage.entry(0) is None
-    assert storage.load_live().resources == {}
+    with storage.transaction() as tx:
+        assert tx.resource("t", "r") is None
     seed(storage)  # the backend is usable afterwards
     assert storage.tree_size() == 1
 

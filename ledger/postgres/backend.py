@@ -41,7 +41,6 @@ from ledger.postgres.connection import (
     redact,
 )
 from ledger.postgres.schema import has_ledger, migrate
-from ledger.state import Committed
 from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
@@ -238,10 +237,6 @@ class PostgresStorage:
     def queued_waiters(self) -> int:
         return self._read(reads.queued_waiters)
 
-    def load_live(self) -> Committed:
-        """Read in one REPEATABLE READ transaction: resources, leases and tree agree."""
-        return self._read(lambda conn: _repeatable(conn, reads.load_live))
-
     @contextmanager
     def export_snapshot(self) -> Iterator[PostgresSnapshot]:
         try:
@@ -256,12 +251,6 @@ class PostgresStorage:
         self._pool.close()
         if self._node is not None:
             self._node[1].close()  # ends the session: the advisory lock is released
-
-
-def _repeatable(conn: Conn, read: Callable[[Conn], T]) -> T:
-    with conn.transaction():
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        return read(conn)
 
 
 def _claim(conn: Conn, url: str) -> tuple[str, Conn]:

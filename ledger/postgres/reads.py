@@ -9,8 +9,6 @@ from typing import Any
 import psycopg
 
 from ledger.leases import Completion, Lease, Resource
-from ledger.merkle import CompactRange
-from ledger.state import Committed
 from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
@@ -192,23 +190,6 @@ def waiter_workers(conn: Conn) -> list[str]:
 def _waiter(row: Any) -> WaiterRecord:
     answer = None if row[3] is None else json.loads(row[3])
     return WaiterRecord(row[0], row[1], json.loads(row[2]), answer)
-
-
-def load_live(conn: Conn) -> Committed:
-    """Everything the service keeps in memory, read back at start-up and after a failure."""
-    resources = {(r.tenant, r.name): r for r in map(_resource, conn.execute(_RESOURCE))}
-    for row in conn.execute(_LEASE + " ORDER BY tenant, resource, fencing_token"):
-        resources[(row[0], row[1])].leases.append(_lease(row))
-    idempotency = {
-        (t, r): (bytes(d), json.loads(a), c)
-        for t, r, d, a, c in conn.execute(
-            "SELECT tenant, request_id, request_digest, answer, created_at FROM idempotency"
-        )
-    }
-    sql = "SELECT tenant, scope, dead_ms, last_beat FROM scopes"
-    scopes = {(t, s): (d, b) for t, s, d, b in conn.execute(sql)}
-    tree = CompactRange.load(tree_size(conn), lambda level, idx: node(conn, level, idx))
-    return Committed(resources, idempotency, scopes, tree)
 
 
 def _lease(row: Any) -> Lease:

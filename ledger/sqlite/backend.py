@@ -19,7 +19,6 @@ from ledger.changes import Change
 from ledger.leases import Resource
 from ledger.sqlite import reads
 from ledger.sqlite.store import DB_NAME, apply, connect, open_db
-from ledger.state import Committed
 from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
@@ -219,9 +218,6 @@ class SQLiteStorage:
 
     def queued_waiters(self) -> int:
         return reads.queued_waiters(self._reader)
-
-    def load_live(self) -> Committed:
-        return reads.load_live(self._reader)
 
     @contextmanager
     def export_snapshot(self) -> Iterator[SQLiteSnapshot]:

@@ -8,8 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from ledger.leases import Completion, Lease, Resource
-from ledger.merkle import CompactRange
-from ledger.state import Committed
 from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
@@ -158,27 +156,6 @@ def waiter_workers(conn: sqlite3.Connection) -> list[str]:
 def _waiter(row: tuple[str, str, str, str | None]) -> WaiterRecord:
     answer = None if row[3] is None else json.loads(row[3])
     return WaiterRecord(row[0], row[1], json.loads(row[2]), answer)
-
-
-def load_live(conn: sqlite3.Connection) -> Committed:
-    """Everything the service keeps in memory, read back at start-up and after a failure."""
-    rows = conn.execute("SELECT * FROM resources")
-    resources = {(r.tenant, r.name): r for r in map(_resource, rows)}
-    sql = (
-        "SELECT tenant, resource, holder, fencing_token, owner_digest, expires_at, scope, lease_id"
-    )
-    for tenant, name, holder, token, digest, expires, scope, lease_id in conn.execute(
-        sql + " FROM leases ORDER BY tenant, resource, fencing_token"
-    ):
-        lease = Lease(holder, token, bytes(digest), expires, scope, lease_id)
-        resources[(tenant, name)].leases.append(lease)
-    idempotency = {
-        (t, r): (bytes(d), json.loads(a), c)
-        for t, r, d, a, c in conn.execute("SELECT * FROM idempotency")
-    }
-    scopes = {(t, s): (d, b) for t, s, d, b in conn.execute("SELECT * FROM scopes")}
-    tree = CompactRange.load(tree_size(conn), lambda level, idx: node(conn, level, idx))
-    return Committed(resources, idempotency, scopes, tree)
 
 
 def _resource(row: Any) -> Resource:
