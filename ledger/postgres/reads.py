@@ -8,7 +8,8 @@ from typing import Any
 
 import psycopg
 
-from ledger.leases import Completion, Lease, Resource
+from ledger.leases import Resource
+from ledger.rows import lease_row, resource_row, waiter_row
 from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
@@ -24,10 +25,7 @@ _RESOURCE = (
     "SELECT tenant, name, capacity, max_token, lifecycle_end, fingerprint, result, completed_at,"
     " completed_fingerprint FROM resources"
 )
-_LEASE = (
-    "SELECT tenant, resource, holder, fencing_token, owner_digest, expires_at, scope, lease_id"
-    " FROM leases"
-)
+_LEASE = "SELECT holder, fencing_token, owner_digest, expires_at, scope, lease_id FROM leases"
 
 
 def tree_size(conn: Conn) -> int:
@@ -117,9 +115,9 @@ def resource(conn: Conn, tenant: str, name: str) -> Resource | None:
     row = conn.execute(_RESOURCE + " WHERE tenant = %s AND name = %s", (tenant, name)).fetchone()
     if row is None:
         return None
-    found = _resource(row)
+    found = resource_row(row)
     where = " WHERE tenant = %s AND resource = %s ORDER BY fencing_token"
-    found.leases.extend(_lease(lease) for lease in conn.execute(_LEASE + where, (tenant, name)))
+    found.leases.extend(map(lease_row, conn.execute(_LEASE + where, (tenant, name))))
     return found
 
 
@@ -175,35 +173,13 @@ def scope_resources(conn: Conn, tenant: str, scope: str) -> list[str]:
 
 def waiters(conn: Conn, tenant: str, resource: str) -> list[WaiterRecord]:
     """The resource's waiters not yet granted, FIFO (``seq``)."""
-    return [_waiter(row) for row in conn.execute(WAITERS, (tenant, resource))]
+    return [waiter_row(row) for row in conn.execute(WAITERS, (tenant, resource))]
 
 
 def waiter(conn: Conn, waiter_id: str) -> WaiterRecord | None:
     row = conn.execute(_WAITER + " WHERE waiter_id = %s", (waiter_id,)).fetchone()
-    return None if row is None else _waiter(row)
+    return None if row is None else waiter_row(row)
 
 
 def waiter_workers(conn: Conn) -> list[str]:
     return [str(w) for (w,) in conn.execute("SELECT DISTINCT worker FROM waiters")]
-
-
-def _waiter(row: Any) -> WaiterRecord:
-    answer = None if row[3] is None else json.loads(row[3])
-    return WaiterRecord(row[0], row[1], json.loads(row[2]), answer)
-
-
-def _lease(row: Any) -> Lease:
-    _, _, holder, token, digest, expires, scope, lease_id = row
-    return Lease(holder, token, bytes(digest), expires, scope, lease_id)
-
-
-def _resource(row: Any) -> Resource:
-    tenant, name, capacity, max_token, end, fingerprint, result, done_at, done_fp = row
-    completion = None
-    if done_at is not None:
-        completion = Completion(json.loads(result), done_at, _blob(done_fp))
-    return Resource(tenant, name, capacity, max_token, end, _blob(fingerprint), completion)
-
-
-def _blob(value: bytes | None) -> bytes | None:
-    return None if value is None else bytes(value)

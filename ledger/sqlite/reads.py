@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from typing import Any
 
-from ledger.leases import Completion, Lease, Resource
+from ledger.leases import Resource
+from ledger.rows import lease_row, resource_row, waiter_row
 from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
@@ -101,10 +101,9 @@ def resource(conn: sqlite3.Connection, tenant: str, name: str) -> Resource | Non
     row = conn.execute(sql, (tenant, name)).fetchone()
     if row is None:
         return None
-    found = _resource(row)
+    found = resource_row(row)
     where = " WHERE tenant = ? AND resource = ? ORDER BY fencing_token"
-    for holder, token, digest, expires, scope, lease_id in conn.execute(_LEASE + where, row[:2]):
-        found.leases.append(Lease(holder, token, bytes(digest), expires, scope, lease_id))
+    found.leases.extend(map(lease_row, conn.execute(_LEASE + where, row[:2])))
     return found
 
 
@@ -141,30 +140,13 @@ def queued_waiters(conn: sqlite3.Connection) -> int:
 
 def waiters(conn: sqlite3.Connection, tenant: str, resource: str) -> list[WaiterRecord]:
     sql = _WAITER + " WHERE tenant = ? AND resource = ? AND answer IS NULL ORDER BY seq"
-    return [_waiter(row) for row in conn.execute(sql, (tenant, resource))]
+    return [waiter_row(row) for row in conn.execute(sql, (tenant, resource))]
 
 
 def waiter(conn: sqlite3.Connection, waiter_id: str) -> WaiterRecord | None:
     row = conn.execute(_WAITER + " WHERE waiter_id = ?", (waiter_id,)).fetchone()
-    return None if row is None else _waiter(row)
+    return None if row is None else waiter_row(row)
 
 
 def waiter_workers(conn: sqlite3.Connection) -> list[str]:
     return [str(w) for (w,) in conn.execute("SELECT DISTINCT worker FROM waiters")]
-
-
-def _waiter(row: tuple[str, str, str, str | None]) -> WaiterRecord:
-    answer = None if row[3] is None else json.loads(row[3])
-    return WaiterRecord(row[0], row[1], json.loads(row[2]), answer)
-
-
-def _resource(row: Any) -> Resource:
-    tenant, name, capacity, max_token, end, fingerprint, result, done_at, done_fp = row
-    completion = None
-    if done_at is not None:
-        completion = Completion(json.loads(result), done_at, _blob(done_fp))
-    return Resource(tenant, name, capacity, max_token, end, _blob(fingerprint), completion)
-
-
-def _blob(value: bytes | None) -> bytes | None:
-    return None if value is None else bytes(value)
