@@ -23,6 +23,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from api.server_options import add_server_options
+
 EXIT_USAGE = 2
 EXIT_NOT_ACQUIRED = 75  # EX_TEMPFAIL: held, conflict, rate limited or unreachable; try later
 EXIT_LOST = 76  # the lease was lost while the command ran (it was terminated)
@@ -46,17 +48,8 @@ def add_lease_parser(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="tenure lease run RESOURCE [options] -- COMMAND [ARGS...]",
     )
-    env = os.environ.get
     run.add_argument("resource", help="the resource to lease")
-    run.add_argument(
-        "--url",
-        default=env("TENURE_URL", "http://127.0.0.1:8080"),
-        help="server URL (TENURE_URL; default %(default)s)",
-    )
-    run.add_argument("--api-key", default=env("TENURE_API_KEY"), help="API key (TENURE_API_KEY)")
-    run.add_argument(
-        "--namespace", default=env("TENURE_NAMESPACE"), help="namespace (TENURE_NAMESPACE)"
-    )
+    add_server_options(run)
     run.add_argument(
         "--holder",
         default=f"{socket.gethostname()}:{os.getpid()}"[:128],

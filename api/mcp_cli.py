@@ -3,28 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
+
+from api.server_options import add_server_options
 
 
 def add_mcp_parser(commands: Any) -> None:
     """Register ``tenure mcp`` on the ``tenure`` subcommands."""
-    env = os.environ.get
     mcp = commands.add_parser(
         "mcp",
         help="serve tenure's tools to an agent host over MCP (stdio)",
         epilog="Exit codes: 0 the host closed stdin, 2 bad usage or the mcp extra is missing.",
     )
-    mcp.add_argument(
-        "--url",
-        default=env("TENURE_URL", "http://127.0.0.1:8080"),
-        help="server URL (TENURE_URL; default %(default)s)",
-    )
-    mcp.add_argument("--api-key", default=env("TENURE_API_KEY"), help="API key (TENURE_API_KEY)")
-    mcp.add_argument(
-        "--namespace", default=env("TENURE_NAMESPACE"), help="namespace (TENURE_NAMESPACE)"
-    )
+    add_server_options(mcp)
     mcp.add_argument(
         "--trust", action="append", metavar="DID", help="verify every answer against this did:key"
     )
