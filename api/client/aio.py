@@ -15,8 +15,7 @@ import httpx
 from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
 from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sleep, headers
 from api.client.errors import LeaseLost, TenureError
-from api.client.keeper import Keeper
-from api.client.sync import OnLost, logger
+from api.client.keeper import Keeper, OnLost, logger, report_loss
 from api.client.trust import Trust
 
 
@@ -211,12 +210,7 @@ class AsyncLease:
             self.receipts.append(answer.receipt)
 
     def _report(self, lost: LeaseLost) -> None:
-        logger.warning("lease on %r lost: %s", self.resource, lost)
-        if self._on_lost is not None:
-            try:
-                self._on_lost(lost)
-            except Exception:
-                logger.exception("on_lost callback failed")
+        report_loss(self.resource, lost, self._on_lost)
 
     async def __aexit__(
         self,

@@ -12,9 +12,25 @@ Rules (the shells in ``sync.py`` and ``aio.py`` only sleep and send):
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from api.client.errors import LeaseLost, TenureError
+
+logger = logging.getLogger("tenure.client")
+OnLost = Callable[[LeaseLost], object]
+
+
+def report_loss(resource: str, lost: LeaseLost, on_lost: OnLost | None) -> None:
+    """Log a lost lease and tell the holder's callback (whose own failure is only logged)."""
+    logger.warning("lease on %r lost: %s", resource, lost)
+    if on_lost is not None:
+        try:
+            on_lost(lost)
+        except Exception:
+            logger.exception("on_lost callback failed")
+
 
 RENEW_AT = 1 / 3
 RETRY_EVERY = 1 / 12

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 import random
 import threading
 import time
-from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -15,11 +13,8 @@ import httpx
 from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
 from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sleep, headers
 from api.client.errors import LeaseLost, TenureError
-from api.client.keeper import Keeper
+from api.client.keeper import Keeper, OnLost, logger, report_loss
 from api.client.trust import Trust
-
-logger = logging.getLogger("tenure.client")
-OnLost = Callable[[LeaseLost], object]
 
 
 class Client:
@@ -233,12 +228,7 @@ class Lease:
             self.receipts.append(answer.receipt)
 
     def _report(self, lost: LeaseLost) -> None:
-        logger.warning("lease on %r lost: %s", self.resource, lost)
-        if self._on_lost is not None:
-            try:
-                self._on_lost(lost)
-            except Exception:
-                logger.exception("on_lost callback failed")
+        report_loss(self.resource, lost, self._on_lost)
 
     def __exit__(
         self,
