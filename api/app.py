@@ -23,6 +23,7 @@ from api.docs_routes import docs_routes
 from api.explorer_routes import explorer_routes
 from api.lease_routes import ClientGone, lease_routes
 from api.log_routes import log_routes
+from api.logs import AccessLog
 from api.mcp_mount import mount_mcp
 from api.metrics import RequestMetrics, metrics_routes, state_registry
 from api.openapi import install_openapi
@@ -104,6 +105,8 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     checkpoint timestamps; in-process tests pass a fixed one.
     """
 
+    access = AccessLog() if settings.access_log else None
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         core = Core.open(runtime_config(settings, clock))
@@ -121,6 +124,8 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
         finally:
             hangup()
             await core.stop()
+            if access is not None:
+                access.flush()
 
     app = FastAPI(
         title="tenure",
@@ -141,7 +146,8 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     metrics_routes(app)
     docs_routes(app)
     install_openapi(app, settings)
-    app.add_middleware(RequestMetrics)  # last added is outermost: it times the lease fast path too
+    # last added is outermost: it times the lease fast path too, and writes the access log
+    app.add_middleware(RequestMetrics, access=access)
     return app
 
 

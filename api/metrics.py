@@ -30,6 +30,7 @@ from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.lease_fast import ROUTE_KEY
+from api.logs import AccessLog
 from ledger.runtime import Runtime
 
 # No `_created` series: a third fewer lines a scrape, and no dashboard needs them.
@@ -60,10 +61,12 @@ def lease_answered(op: str, outcome: str) -> None:
 
 class RequestMetrics:
     """Pure ASGI middleware (no BaseHTTPMiddleware: it would break disconnect polling of
-    waits): times every HTTP request and counts 429s and 5xx by route template."""
+    waits): times every HTTP request and counts 429s and 5xx by route template; with an
+    ``access`` log, writes each request's line there (api/logs.py)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, access: AccessLog | None = None) -> None:
         self.app = app
+        self.access = access
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -82,6 +85,8 @@ class RequestMetrics:
             await self.app(scope, receive, sending)
         finally:
             _observe(scope, status, time.perf_counter() - started)
+            if self.access is not None:
+                self.access.request(scope, status)
 
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

@@ -128,6 +128,7 @@ def _serve_one(args: argparse.Namespace, sock: socket.socket | None) -> int:
         lifecycle_seconds=args.lifecycle,
         origin=args.origin,
         checkpoint_interval=args.checkpoint_interval,
+        access_log=args.log_level in ("trace", "debug", "info"),
     )
     os.environ[READ_TIMEOUT_ENV] = str(args.read_timeout)
     os.environ[MAX_HEADER_BYTES_ENV] = str(args.max_header_bytes)
@@ -138,6 +139,7 @@ def _serve_one(args: argparse.Namespace, sock: socket.socket | None) -> int:
         loop="uvloop",
         http=GuardedHttpToolsProtocol,
         log_level=args.log_level,
+        access_log=False,  # the app writes it, buffered (api/logs.py AccessLog)
         timeout_graceful_shutdown=5,
     )
     server = uvicorn.Server(config)

@@ -29,3 +29,5 @@ class Settings(BaseSettings):
     verify_body_max_bytes: int = 1024 * 1024
     verify_concurrency: int = Field(default=2, ge=1)
     verify_budget_seconds: float = Field(default=2.0, gt=0)
+    access_log: bool = False
+    """One line per request on stdout (``tenure serve`` at ``--log-level info`` or lower)."""

@@ -8,7 +8,9 @@ applied in order, in one transaction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from operator import attrgetter
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,3 +160,16 @@ Change = (
     | DropWorkerWaiters
     | PutCheckpoint
 )
+
+
+_COLUMNS: dict[type, Any] = {}
+
+
+def row(change: Any) -> tuple[object, ...]:
+    """The change's fields in declaration order, the column order of a backend's statement
+    (one C call per change: this runs for several changes of every lease event)."""
+    getter = _COLUMNS.get(type(change))
+    if getter is None:
+        getter = _COLUMNS[type(change)] = attrgetter(*(f.name for f in fields(change)))
+    values = getter(change)
+    return values if type(values) is tuple else (values,)

@@ -1,10 +1,16 @@
-"""The access-log filter (api/logs.py) still hides scope names after its fast path (issue 10)."""
+"""The access log (api/logs.py): scope names hidden, lines buffered off the request path (issue 10)."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import logging
+from pathlib import Path
 
-from api.logs import RedactScopes
+import httpx
+
+from api.logs import FLUSH_SECONDS, AccessLog, RedactScopes
+from tests.conftest import Server, rid
 
 LINE = '%s - "%s %s HTTP/%s" %d'
 
@@ -29,3 +35,41 @@ def test_a_line_without_a_scope_is_left_as_it_was() -> None:
     line = record(LINE, *args)
     RedactScopes().filter(line)
     assert line.args is not None and line.args == args
+
+
+def test_access_lines_are_buffered_and_written_by_the_loop() -> None:
+    """AccessLog writes nothing per request: the loop writes the batch FLUSH_SECONDS later."""
+    stream = io.StringIO()
+    log = AccessLog(stream)
+    scope = {"client": ("10.0.0.1", 5), "method": "POST", "http_version": "1.1"}
+
+    async def scenario() -> str:
+        for n in range(3):
+            log.request({**scope, "path": f"/api/v1/scopes/s3cret{n}/release"}, 200)
+        written_at_once = stream.getvalue()
+        await asyncio.sleep(FLUSH_SECONDS * 2)
+        assert written_at_once == ""
+        return stream.getvalue()
+
+    text = asyncio.run(scenario())
+    assert text.count('INFO:     10.0.0.1:5 - "POST /api/v1/scopes/[scope]/release HTTP/1.1"') == 3
+    assert text.endswith(" 200 OK\n") and "s3cret" not in text
+
+
+def test_a_default_server_logs_each_request_once_without_scope_names(
+    tmp_path: Path,
+) -> None:
+    """`tenure serve` at its default level logs one uvicorn-style line per request, written by
+    the app (uvicorn's own access log is off), scope names redacted, flushed at shutdown."""
+    server = Server(tmp_path, ["--workers", "1"]).start()
+    scope = rid("scope")
+    try:
+        body = {"resource": rid("log"), "holder": "h", "ttlSeconds": 30, "scope": scope}
+        assert httpx.post(server.url + "/api/v1/lease/acquire", json=body).status_code == 201
+        httpx.post(server.url + f"/api/v1/scopes/{scope}/release", json={})
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    assert log.count('"POST /api/v1/lease/acquire HTTP/1.1" 201 Created') == 1
+    assert '"POST /api/v1/scopes/[scope]/release HTTP/1.1"' in log
+    assert scope not in log

@@ -7,7 +7,6 @@ statement on the server once it has run a few times on a connection. Rewrites of
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 import psycopg
@@ -29,20 +28,10 @@ from ledger.changes import (
     PutResource,
     RememberRequest,
     SetLeaseExpiry,
+    row,
 )
 
 Conn = psycopg.Connection[Any]
-
-_COLUMNS: dict[type, tuple[str, ...]] = {}
-
-
-def _row(change: Change) -> tuple[object, ...]:
-    """The change's fields in declaration order, which is the column order of its statement."""
-    names = _COLUMNS.get(type(change))
-    if names is None:
-        names = _COLUMNS[type(change)] = tuple(field.name for field in fields(change))
-    return tuple(getattr(change, name) for name in names)
-
 
 _LEASE_KEY = "WHERE tenant = %s AND resource = %s AND fencing_token = %s"
 _PUT_RESOURCE = (
@@ -85,11 +74,11 @@ def apply(conn: Conn, change: Change) -> None:
                 sql = "INSERT INTO tree_nodes(level, idx, hash) VALUES (%s, %s, %s)"
                 cur.executemany(sql, change.nodes)
         case PutResource():
-            conn.execute(_PUT_RESOURCE, _row(change))
+            conn.execute(_PUT_RESOURCE, row(change))
         case PutLease():
-            conn.execute(_PUT_LEASE, _row(change))
+            conn.execute(_PUT_LEASE, row(change))
         case DropLease():
-            conn.execute(f"DELETE FROM leases {_LEASE_KEY}", _row(change))
+            conn.execute(f"DELETE FROM leases {_LEASE_KEY}", row(change))
         case SetLeaseExpiry():
             key = (change.tenant, change.resource, change.fencing_token)
             conn.execute(
@@ -102,15 +91,15 @@ def apply(conn: Conn, change: Change) -> None:
 def _apply_rare(conn: Conn, change: Change) -> None:
     match change:
         case RememberRequest():
-            conn.execute(_REMEMBER, _row(change))
+            conn.execute(_REMEMBER, row(change))
         case ForgetRequests():
             conn.execute("DELETE FROM idempotency WHERE created_at < %s", (change.before,))
         case ArmDeadMan():
-            conn.execute(_ARM, _row(change))
+            conn.execute(_ARM, row(change))
         case DisarmDeadMan():
-            conn.execute("DELETE FROM scopes WHERE tenant = %s AND scope = %s", _row(change))
+            conn.execute("DELETE FROM scopes WHERE tenant = %s AND scope = %s", row(change))
         case PutCheckpoint():
-            conn.execute(_CHECKPOINT, _row(change))
+            conn.execute(_CHECKPOINT, row(change))
         case _:
             _apply_waiters(conn, change)
 
@@ -119,14 +108,14 @@ def _apply_waiters(conn: Conn, change: Change) -> None:
     match change:
         case AddWaiter():
             sql = "INSERT INTO waiters(waiter_id, tenant, resource, worker, call)"
-            conn.execute(sql + " VALUES (%s, %s, %s, %s, %s)", _row(change))
+            conn.execute(sql + " VALUES (%s, %s, %s, %s, %s)", row(change))
         case GrantWaiter():
             sql = "UPDATE waiters SET answer = %s WHERE waiter_id = %s"
             conn.execute(sql, (change.answer, change.waiter_id))
         case DropWaiter():
-            conn.execute("DELETE FROM waiters WHERE waiter_id = %s", _row(change))
+            conn.execute("DELETE FROM waiters WHERE waiter_id = %s", row(change))
         case DropWorkerWaiters():
-            conn.execute("DELETE FROM waiters WHERE worker = %s", _row(change))
+            conn.execute("DELETE FROM waiters WHERE worker = %s", row(change))
         case _:
             raise TypeError(f"no PostgreSQL translation for {change!r}")
 

@@ -12,7 +12,6 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Callable
-from dataclasses import fields
 from pathlib import Path
 
 import sqlite_utils
@@ -34,6 +33,7 @@ from ledger.changes import (
     PutResource,
     RememberRequest,
     SetLeaseExpiry,
+    row,
 )
 from ledger.storage import StorageError
 
@@ -158,17 +158,6 @@ def open_db(data_dir: Path) -> sqlite3.Connection:
     return conn
 
 
-_COLUMNS: dict[type, tuple[str, ...]] = {}
-
-
-def _row(change: Change) -> tuple[object, ...]:
-    """The change's fields in declaration order, which is the column order of its statement."""
-    names = _COLUMNS.get(type(change))
-    if names is None:
-        names = _COLUMNS[type(change)] = tuple(field.name for field in fields(change))
-    return tuple(getattr(change, name) for name in names)
-
-
 _LEASE_KEY = "WHERE tenant = ? AND resource = ? AND fencing_token = ?"
 
 
@@ -188,16 +177,16 @@ def apply(conn: sqlite3.Connection, change: Change) -> None:
                 "INSERT OR REPLACE INTO resources(tenant, name, capacity, max_token, lifecycle_end,"
                 " fingerprint, result, completed_at, completed_fingerprint)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                _row(change),
+                row(change),
             )
         case PutLease():
             conn.execute(
                 "INSERT INTO leases(tenant, resource, fencing_token, holder, owner_digest,"
                 " expires_at, scope, lease_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                _row(change),
+                row(change),
             )
         case DropLease():
-            conn.execute(f"DELETE FROM leases {_LEASE_KEY}", _row(change))
+            conn.execute(f"DELETE FROM leases {_LEASE_KEY}", row(change))
         case SetLeaseExpiry():
             key = (change.tenant, change.resource, change.fencing_token)
             conn.execute(
@@ -211,19 +200,19 @@ def _apply_rare(conn: sqlite3.Connection, change: Change) -> None:
     match change:
         case RememberRequest():
             sql = "INSERT OR REPLACE INTO idempotency(tenant, request_id, request_digest, answer,"
-            conn.execute(sql + " created_at) VALUES (?, ?, ?, ?, ?)", _row(change))
+            conn.execute(sql + " created_at) VALUES (?, ?, ?, ?, ?)", row(change))
         case ForgetRequests():
             conn.execute("DELETE FROM idempotency WHERE created_at < ?", (change.before,))
         case ArmDeadMan():
             sql = "INSERT OR REPLACE INTO scopes(tenant, scope, dead_ms, last_beat)"
-            conn.execute(sql + " VALUES (?, ?, ?, ?)", _row(change))
+            conn.execute(sql + " VALUES (?, ?, ?, ?)", row(change))
         case DisarmDeadMan():
-            conn.execute("DELETE FROM scopes WHERE tenant = ? AND scope = ?", _row(change))
+            conn.execute("DELETE FROM scopes WHERE tenant = ? AND scope = ?", row(change))
         case PutCheckpoint():
             sql = (
                 "INSERT OR IGNORE INTO checkpoints(tree_size, root_hash, timestamp, note, key_did)"
             )
-            conn.execute(sql + " VALUES (?, ?, ?, ?, ?)", _row(change))
+            conn.execute(sql + " VALUES (?, ?, ?, ?, ?)", row(change))
         case _:
             _apply_waiters(conn, change)
 
@@ -232,13 +221,13 @@ def _apply_waiters(conn: sqlite3.Connection, change: Change) -> None:
     match change:
         case AddWaiter():
             sql = "INSERT INTO waiters(waiter_id, tenant, resource, worker, call)"
-            conn.execute(sql + " VALUES (?, ?, ?, ?, ?)", _row(change))
+            conn.execute(sql + " VALUES (?, ?, ?, ?, ?)", row(change))
         case GrantWaiter():
             sql = "UPDATE waiters SET answer = ? WHERE waiter_id = ?"
             conn.execute(sql, (change.answer, change.waiter_id))
         case DropWaiter():
-            conn.execute("DELETE FROM waiters WHERE waiter_id = ?", _row(change))
+            conn.execute("DELETE FROM waiters WHERE waiter_id = ?", row(change))
         case DropWorkerWaiters():
-            conn.execute("DELETE FROM waiters WHERE worker = ?", _row(change))
+            conn.execute("DELETE FROM waiters WHERE worker = ?", row(change))
         case _:
             raise TypeError(f"no SQLite translation for {change!r}")
