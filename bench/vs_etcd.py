@@ -1,8 +1,9 @@
 """tenure against etcd, side by side: the same load generator, the same connections, one run.
 
 Not a test: prints figures. Starts a throw-away etcd (Debian's ``etcd-server``; fsync on, as it
-ships) and a throw-away ``tenure serve`` (its defaults: SQLite with ``synchronous=FULL``, Merkle
-sealing, an eddsa-jcs-2022 receipt on every answer), then drives each in turn with ``wrk`` (Debian's
+ships) and a throw-away ``tenure serve`` with its defaults (SQLite with ``synchronous=FULL``, Merkle
+sealing, an eddsa-jcs-2022 receipt on every answer, one worker per core, the access log at
+``info``, the default rate limit), then drives each in turn with ``wrk`` (Debian's
 ``wrk``) over ``--connections`` keep-alive connections for ``--duration`` seconds:
 
 - etcd: ``POST /v3/kv/txn`` — "put key K if it was never created" on a fresh key per request, the
@@ -141,7 +142,7 @@ def tenure(scratch: Path, extra: list[str]) -> Iterator[tuple[str, str]]:
     data, keys = scratch / "tenure-data", scratch / "tenure-keys"
     port = free_port()
     cmd = [sys.executable, "-m", "api", "serve", "--port", str(port), "--data", str(data)]
-    cmd += ["--keys", str(keys), "--rate-limit", "1000000", "--log-level", "warning", *extra]
+    cmd += ["--keys", str(keys), *extra]  # nothing else: the default `tenure serve`
     with _running(cmd, scratch / "tenure.log") as process:
         url = f"http://127.0.0.1:{port}"
         wait_http(url + "/healthz", process)
