@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
@@ -54,9 +55,18 @@ SERVER_ERRORS = Counter(
 )
 
 
+# The labelled children, looked up once: ``labels()`` validates and locks on every call, and
+# these run for every request. Bounded: ops, outcomes, route templates and methods are closed sets.
+_ANSWERS: dict[tuple[str, str], Any] = {}
+_TIMINGS: dict[tuple[str, str], Any] = {}
+
+
 def lease_answered(op: str, outcome: str) -> None:
     """Count one lease answer (the HTTP edge calls this once per lease request)."""
-    LEASE_ANSWERS.labels(op, outcome).inc()
+    child = _ANSWERS.get((op, outcome))
+    if child is None:
+        child = _ANSWERS[(op, outcome)] = LEASE_ANSWERS.labels(op, outcome)
+    child.inc()
 
 
 class RequestMetrics:
@@ -95,7 +105,10 @@ METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 def _observe(scope: Scope, status: int, seconds: float) -> None:
     route = getattr(scope.get("route"), "path", None) or scope.get(ROUTE_KEY, "unmatched")
     method = scope["method"] if scope["method"] in METHODS else "other"  # labels stay bounded
-    REQUEST_SECONDS.labels(route, method).observe(seconds)
+    timing = _TIMINGS.get((route, method))
+    if timing is None:
+        timing = _TIMINGS[(route, method)] = REQUEST_SECONDS.labels(route, method)
+    timing.observe(seconds)
     if status == 429:
         RATE_LIMITED.labels(route).inc()
     elif status >= 500:

@@ -83,9 +83,12 @@ def respond(
         body = getattr(request.state, "body", None)
     canonical = canonical_request(request.method, request_path(request), body)
     entry, names = cited
-    credential = issuer.issue(data, canonical, entry, names, iso(_now(request)), suite)
-    envelope = {"data": data, "_provenance": credential}
-    return Response(dumps(envelope), status, headers, media_type=JSON)
+    credential, text = issuer.issue_json(data, canonical, entry, names, iso(_now(request)), suite)
+    if text is None:
+        envelope = dumps({"data": data, "_provenance": credential})
+    else:  # the credential's JSON is already made: encoding it again was ~5% of an answer
+        envelope = b'{"data":' + dumps(data) + b',"_provenance":' + text + b"}"
+    return Response(envelope, status, headers, media_type=JSON)
 
 
 def error_response(

@@ -98,6 +98,19 @@ class Issuer:
         """The credential over ``data``: its manifest binds the canonical ``request`` and the
         exact ``entry`` bytes (with the entry's ``pseudonyms``), dated ``now``, signed with
         ``suite`` (eddsa-jcs-2022 or eddsa-rdfc-2022)."""
+        return self.issue_json(data, request, entry, pseudonyms, now, suite)[0]
+
+    def issue_json(
+        self,
+        data: dict[str, Any],
+        request: bytes,
+        entry: bytes | None,
+        pseudonyms: dict[str, str] | None,
+        now: str,
+        suite: str,
+    ) -> tuple[dict[str, Any], bytes | None]:
+        """:meth:`issue`, and for eddsa-jcs-2022 the credential's JSON text as well (its signed
+        canonical bytes with the proof spliced in), so an answer need not encode it again."""
         hashed = {k: v for k, v in data.items() if k not in SECRET_DATA_FIELDS}
         plain = is_plain(hashed) and _plain_names(pseudonyms)
         data_bytes = encode_plain(hashed) if plain else canonicalize(hashed)
@@ -118,11 +131,15 @@ class Issuer:
             "credentialSubject": subject,
         }
         if suite != JCS_SUITE:
-            return self.signer.sign(credential, suite, created=now)
+            return self.signer.sign(credential, suite, created=now), None
         subject_bytes = encode_plain(subject) if plain else canonicalize(subject)
         before, between, after = self._frame
         canonical = before + subject_bytes + between + self.signer.stamp_bytes(now) + after
-        return self.signer.sign_jcs(credential, canonical, now)
+        signed = self.signer.sign_jcs(credential, canonical, now)
+        if not plain:  # a float's RFC 8785 text may read back as another JSON type in Python
+            return signed, None
+        proof = encode_plain(signed["proof"])  # ASCII names, strings and a list of strings
+        return signed, canonical[:-1] + b',"proof":' + proof + b"}"
 
 
 def _plain_names(pseudonyms: dict[str, str] | None) -> bool:

@@ -9,6 +9,7 @@ built the reference way (dicts, ``canonical_data``, ``Signer.sign`` → ``hash_d
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -117,9 +118,11 @@ def test_issued_credentials_equal_the_reference_byte_for_byte(
         with pytest.raises(MalformedInput):
             ISSUER.issue(data, REQUEST, entry, names, now, JCS_SUITE)
         return
-    issued = ISSUER.issue(data, REQUEST, entry, names, now, JCS_SUITE)
+    issued, text = ISSUER.issue_json(data, REQUEST, entry, names, now, JCS_SUITE)
     assert issued == expected
     assert verify_proof(issued).verified
+    if text is not None:  # the answer's spliced JSON: the same value, read back by Python
+        assert json.loads(text) == issued
 
 
 def test_a_lease_answer_and_its_refusal_sign_as_the_reference() -> None:
@@ -142,9 +145,9 @@ def test_a_lease_answer_and_its_refusal_sign_as_the_reference() -> None:
     refused = {"status": "fail", "error": {"code": "invalid_value", "field": "ttlSeconds"}}
     for now in ("2026-12-01T03:00:00.000Z", "2026-12-01T03:00:00.001Z", "2026-12-01T03:00:01.001Z"):
         names = {"resource": "p-r", "holder": "p-h"}
-        assert ISSUER.issue(granted, REQUEST, b"{}", names, now, JCS_SUITE) == reference(
-            granted, b"{}", names, now
-        )
+        issued, text = ISSUER.issue_json(granted, REQUEST, b"{}", names, now, JCS_SUITE)
+        assert issued == reference(granted, b"{}", names, now)
+        assert text is not None and json.loads(text) == issued  # an answer's credential text
         refused["ledger"] = {"treeSize": 8, "rootHash": "abc="}
         assert ISSUER.issue(refused, REQUEST, None, None, now, JCS_SUITE) == reference(
             refused, None, None, now
