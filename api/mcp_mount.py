@@ -11,6 +11,8 @@ receipts as a call over HTTP, and no second code path to keep in step.
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
@@ -40,44 +42,41 @@ Sessions = Callable[[], AbstractAsyncContextManager[None]]
 
 
 def mount_mcp(app: FastAPI, settings: Settings) -> Sessions:
-    """Serve MCP at /mcp if the ``mcp`` extra is installed. The returned context manager runs
-    the MCP transport; enter it in the app's lifespan once the runtime has started."""
-    try:
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    """Serve MCP at /mcp if the ``mcp`` extra is installed. The returned context manager bounds
+    the MCP transport's life; enter it in the app's lifespan once the runtime has started.
 
-        from api.mcp_server import build_server
-    except ImportError as error:
-        logger.warning("no MCP at %s (%s); pip install 'tenure[mcp]'", PATH, error)
+    The SDK is imported and its transport started on the first request to /mcp, not before
+    (issue 15): it is ~25 MB of every worker's memory, and most servers never see an MCP call.
+    """
+    if importlib.util.find_spec("mcp") is None:
+        logger.warning("no MCP at %s (the mcp package is missing); pip install 'tenure[mcp]'", PATH)
         return nullcontext
-    endpoint = McpEndpoint()
-    server = build_server(lambda ctx: _client_for(app, ctx.request))
+    endpoint = McpEndpoint(app, settings)
     app.router.routes.append(Route(PATH, endpoint, include_in_schema=False))
 
     @asynccontextmanager
     async def sessions() -> AsyncIterator[None]:
-        # Stateless: credentials are read from every request, so a session id is never a
-        # credential, and no per-session state outlives a request (or a restart).
-        manager = StreamableHTTPSessionManager(
-            server,
-            json_response=True,
-            stateless=True,
-            max_request_body_size=settings.verify_body_max_bytes + ENVELOPE_BYTES,
-        )
-        async with manager.run():
-            endpoint.manager = manager
-            try:
-                yield
-            finally:
-                endpoint.manager = None
+        endpoint.running = True
+        try:
+            yield
+        finally:
+            endpoint.running = False
+            await endpoint.stop()
 
     return sessions
 
 
 class McpEndpoint:
-    """The ASGI app at /mcp: authenticate as the API does, then hand over to the MCP SDK."""
+    """The ASGI app at /mcp: authenticate as the API does, then hand over to the MCP SDK,
+    started on the first request."""
 
-    def __init__(self) -> None:
-        self.manager: StreamableHTTPSessionManager | None = None
+    def __init__(self, app: FastAPI, settings: Settings) -> None:
+        self.running = False
+        self._app, self._settings = app, settings
+        self._manager: StreamableHTTPSessionManager | None = None
+        self._starting = asyncio.Lock()
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -86,10 +85,55 @@ class McpEndpoint:
         except InputError as error:
             await error_response(request, error)(scope, receive, send)
             return
-        if self.manager is None:  # between the lifespan's start and stop only
+        manager = await self._started() if self.running else None
+        if manager is None:  # between the lifespan's start and stop only, and once it started
             await unknown_response(request, "MCP is not running")(scope, receive, send)
             return
-        await self.manager.handle_request(scope, receive, send)
+        await manager.handle_request(scope, receive, send)
+
+    async def _started(self) -> StreamableHTTPSessionManager | None:
+        async with self._starting:
+            if self._manager is None and self._task is None and self.running:
+                ready: asyncio.Future[StreamableHTTPSessionManager] = asyncio.Future()
+                self._task = asyncio.create_task(self._run(ready))
+                try:
+                    self._manager = await ready
+                except Exception:
+                    logger.exception("MCP could not start")
+        return self._manager
+
+    async def _run(self, ready: asyncio.Future[StreamableHTTPSessionManager]) -> None:
+        """Run the SDK's transport until the app stops (stateless: credentials are read from
+        every request, so a session id is never a credential and nothing outlives a request)."""
+        app = self._app
+        try:
+            from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+            from api.mcp_server import build_server
+
+            manager = StreamableHTTPSessionManager(
+                build_server(lambda ctx: _client_for(app, ctx.request)),
+                json_response=True,
+                stateless=True,
+                max_request_body_size=self._settings.verify_body_max_bytes + ENVELOPE_BYTES,
+            )
+            async with manager.run():
+                ready.set_result(manager)
+                await self._stopping.wait()
+        except Exception as error:
+            if not ready.done():
+                ready.set_exception(error)
+            raise
+
+    async def stop(self) -> None:
+        """End the transport, if a request started it."""
+        self._stopping.set()
+        if self._task is not None:
+            try:
+                await self._task
+            except Exception:
+                logger.exception("the MCP transport failed")
+        self._manager, self._task = None, None
 
 
 def _authenticate(request: Request) -> None:

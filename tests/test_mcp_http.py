@@ -141,7 +141,7 @@ def test_without_the_mcp_extra_serve_still_runs(
     from api.app import create_app
     from api.settings import Settings
 
-    monkeypatch.setitem(sys.modules, "mcp.server.streamable_http_manager", None)  # not installed
+    monkeypatch.setitem(sys.modules, "mcp", None)  # not installed
     settings = Settings(data_dir=tmp_path / "data", keys_dir=tmp_path / "keys")
     with TestClient(create_app(settings)) as api:
         assert api.get("/healthz").status_code == 200
