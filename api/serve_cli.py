@@ -88,11 +88,6 @@ def _option_problem(args: argparse.Namespace) -> str | None:
         args.workers = 1 if args.database else (os.cpu_count() or 1)
     if args.workers < 1:
         return "--workers must be at least 1"
-    if args.database and args.workers > 1:
-        return (
-            "--workers must be 1 with --database: several processes on one PostgreSQL ledger"
-            " need the cross-node coordination that is still pending (docs/postgres.md)"
-        )
     return None
 
 
@@ -153,7 +148,7 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
     from ledger.storage import StorageError, open_storage
 
     try:
-        storage = open_storage(ledger_location(args), exclusive=True)
+        storage = open_storage(ledger_location(args))
         try:
             storage.check_writable()
         finally:

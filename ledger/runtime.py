@@ -22,7 +22,6 @@ from typing import Any
 
 from ledger import rotation
 from ledger.calls import Limits, now_ms
-from ledger.cluster import Cluster
 from ledger.keyring import (
     load_or_create_secret,
     load_signing_keys,
@@ -31,6 +30,7 @@ from ledger.keyring import (
     signing_keys,
 )
 from ledger.log import LogReader, SignedCheckpoint
+from ledger.membership import Membership, open_membership
 from ledger.provenance import Issuer
 from ledger.service import LeaseService
 from ledger.signer import Signer
@@ -74,7 +74,7 @@ class Runtime:
         self.log = LogReader(storage, origin, keys[-1])
         self.issuer = Issuer(Signer(keys[-1].private_key))
         secret = load_or_create_secret(config.keys_dir)
-        self.cluster = Cluster(config.data_dir)
+        self.cluster: Membership = open_membership(config.data_dir, config.database)
         self.service = LeaseService(
             storage, secret, config.limits, self.clock, self.cluster.worker, self.cluster.notify
         )
@@ -91,7 +91,7 @@ class Runtime:
     def open(cls, config: RuntimeConfig) -> Runtime:
         """Open the storage (``config.database``, else ``config.data_dir``) as the serving
         process and wire everything over it."""
-        storage = open_storage(config.database or config.data_dir, exclusive=True)
+        storage = open_storage(config.database or config.data_dir)
         try:
             return cls(config, storage)
         except BaseException:
@@ -190,8 +190,9 @@ class Runtime:
 
     async def _lead(self) -> None:
         """Take the lead if it is free (the sweeper and sealer run in the leader only), and as
-        leader drop the waiters of worker processes that died."""
-        if self.cluster.try_lead():
+        leader drop the waiters of worker processes that died. Off the loop: with PostgreSQL
+        it is a round trip, or a connection attempt while the database is away."""
+        if await asyncio.to_thread(self.cluster.try_lead):
             await self.service.durable(self.service.purge_dead_waiters(self.cluster.dead))
 
     async def _sweep(self) -> None:

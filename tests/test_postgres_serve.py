@@ -75,19 +75,6 @@ def test_lease_rules_tools_and_audit_over_postgresql(
     assert report.ok and report.entries == size
 
 
-def test_a_second_node_on_the_same_database_is_refused(
-    fresh_server: Server, postgres_url: str, tmp_path: Path
-) -> None:
-    fresh_server.args = ["--database", postgres_url]
-    fresh_server.start()
-    (tmp_path / "second").mkdir()
-    second = Server(tmp_path / "second", ["--database", postgres_url])
-    with pytest.raises(RuntimeError, match="another tenure node is serving"):
-        second.start()
-    with fresh_server.client() as api:  # the first node is untouched
-        assert granted(lease(api, "acquire", resource=rid(), holder="w1"))["fencingToken"] == 1
-
-
 def test_bad_database_options_are_refused_by_name(tmp_path: Path) -> None:
     bad = tenure("serve", "--database", str(tmp_path / "x.db"))
     assert bad.returncode == 2 and "--database: must be a postgresql:// URL" in bad.stderr
