@@ -144,7 +144,8 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
     """Why the ledger or the keys cannot be written, said before the server starts (a read-only
     folder is an operator's mistake, not a traceback)."""
     from ledger.calls import now_ms
-    from ledger.keyring import load_or_create_secret, signing_keys
+    from ledger.keyring import keys_fingerprint, load_or_create_secret, signing_keys
+    from ledger.membership import open_membership
     from ledger.storage import StorageError, open_storage
 
     try:
@@ -158,8 +159,14 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
             return f"cannot use the ledger database: {error}"
         return f"cannot write the ledger in {args.data}: {error} (it needs a writable folder)"
     try:
-        load_or_create_secret(keys)
+        secret = load_or_create_secret(keys)
         signing_keys(keys, now_ms())  # generated once here, before any worker starts
     except OSError as error:
         return f"cannot use the key folder {keys}: {error}"
+    if args.database is None:
+        return None
+    try:  # a node joining a database served with another keys folder is refused here
+        open_membership(args.data, args.database, keys_fingerprint(secret)).close()
+    except StorageError as error:
+        return f"cannot join the ledger's nodes: {error}"
     return None

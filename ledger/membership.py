@@ -58,13 +58,15 @@ class Membership(Protocol):
         ...
 
 
-def open_membership(data_dir: Path, database: str | None) -> Membership:
+def open_membership(data_dir: Path, database: str | None, keys: str) -> Membership:
     """The membership of the ledger at ``database`` (a ``postgresql://`` URL) or else of the
-    SQLite folder ``data_dir``."""
+    SQLite folder ``data_dir``. ``keys``: this process's keys fingerprint
+    (``keyring.keys_fingerprint``); a node whose keys folder differs from the one the database
+    was first served with is refused (a :class:`~ledger.storage.StorageError`)."""
     if database is not None and is_database_url(database):
         from ledger.postgres.membership import PostgresMembership
 
-        return PostgresMembership(database)
+        return PostgresMembership(database, keys)
     from ledger.cluster import Cluster
 
     return Cluster(data_dir)

@@ -23,6 +23,7 @@ from typing import Any
 from ledger import rotation
 from ledger.calls import Limits, now_ms
 from ledger.keyring import (
+    keys_fingerprint,
     load_or_create_secret,
     load_signing_keys,
     newest_key_file,
@@ -68,13 +69,15 @@ class Runtime:
         self.config = config
         self.storage = storage
         self.clock = config.clock
+        secret = load_or_create_secret(config.keys_dir)
+        self.cluster: Membership = open_membership(
+            config.data_dir, config.database, keys_fingerprint(secret)
+        )
         keys = signing_keys(config.keys_dir, self.clock())
         record_keys(storage, keys[-1], self.clock())
         origin = config.origin or default_origin(storage.log_id())
         self.log = LogReader(storage, origin, keys[-1])
         self.issuer = Issuer(Signer(keys[-1].private_key))
-        secret = load_or_create_secret(config.keys_dir)
-        self.cluster: Membership = open_membership(config.data_dir, config.database)
         self.service = LeaseService(
             storage, secret, config.limits, self.clock, self.cluster.worker, self.cluster.notify
         )

@@ -75,6 +75,19 @@ def test_lease_rules_tools_and_audit_over_postgresql(
     assert report.ok and report.entries == size
 
 
+def test_a_node_with_another_keys_folder_is_refused(
+    fresh_server: Server, postgres_url: str, tmp_path: Path
+) -> None:
+    fresh_server.args = ["--database", postgres_url]
+    fresh_server.start()
+    other = tenure("serve", "--database", postgres_url, "--keys", str(tmp_path / "other-keys"))
+    assert other.returncode == 2, other.stderr
+    assert "keys folder differs from the one this database is served with" in other.stderr
+    with fresh_server.client() as api:  # the serving node and its one key are untouched
+        assert granted(lease(api, "acquire", resource=rid(), holder="w1"))["fencingToken"] == 1
+        assert len(api.get("/api/v1/keys").json()["keys"]) == 1
+
+
 def test_bad_database_options_are_refused_by_name(tmp_path: Path) -> None:
     bad = tenure("serve", "--database", str(tmp_path / "x.db"))
     assert bad.returncode == 2 and "--database: must be a postgresql:// URL" in bad.stderr

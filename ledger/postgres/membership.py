@@ -43,12 +43,17 @@ _LIVE = (
 class PostgresMembership:
     """This worker process's membership of the nodes serving the database at ``url``."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, keys: str) -> None:
         self._url = url
         self._lock = threading.Lock()  # the session is used from the loop's and writer's threads
         try:
             self._session: Conn | None = connect(url)
-            self.worker = self._claim(self._session)
+            try:
+                _same_keys(self._session, keys)
+                self.worker = self._claim(self._session)
+            except BaseException:
+                self._session.close()
+                raise
         except psycopg.Error as error:
             raise StorageError(f"cannot join the nodes of {redact(url)}: {error}") from error
         self._leader = AdvisoryLeader(url, LEADER_KEY)
@@ -138,3 +143,18 @@ class PostgresMembership:
         if self._session is not None:
             self._session.close()
             self._session = None
+
+
+def _same_keys(session: Conn, keys: str) -> None:
+    """Record the keys fingerprint of the first node to serve the database; refuse any node whose
+    keys folder differs (its receipts, pseudonyms and waiters' owner tokens would not match)."""
+    session.execute(
+        "INSERT INTO meta(key, value) VALUES ('keys_fingerprint', %s) ON CONFLICT DO NOTHING",
+        (keys,),
+    )
+    row = session.execute("SELECT value FROM meta WHERE key = 'keys_fingerprint'").fetchone()
+    if row is None or row[0] != keys:
+        raise StorageError(
+            "this node's keys folder differs from the one this database is served with: every"
+            " node must use the same keys folder contents (docs/postgres.md)"
+        )
