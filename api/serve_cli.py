@@ -146,6 +146,7 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
     from ledger.calls import now_ms
     from ledger.keyring import keys_fingerprint, load_or_create_secret, signing_keys
     from ledger.membership import open_membership
+    from ledger.rotation import refuse_retired
     from ledger.storage import StorageError, open_storage
 
     try:
@@ -165,8 +166,13 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
         return f"cannot use the key folder {keys}: {error}"
     if args.database is None:
         return None
-    try:  # a node joining a database served with another keys folder is refused here
+    try:  # a node with another keys folder, or an out-of-date one, is refused here
         open_membership(args.data, args.database, keys_fingerprint(secret)).close()
+        storage = open_storage(args.database)
+        try:
+            refuse_retired(storage, signing_keys(keys, now_ms())[-1], now_ms())
+        finally:
+            storage.close()
     except StorageError as error:
         return f"cannot join the ledger's nodes: {error}"
     return None

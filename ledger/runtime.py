@@ -35,7 +35,7 @@ from ledger.membership import Membership, open_membership
 from ledger.provenance import Issuer
 from ledger.service import LeaseService
 from ledger.signer import Signer
-from ledger.storage import Storage, default_origin, open_storage
+from ledger.storage import Storage, StorageError, default_origin, open_storage
 from ledger.supervisor import Supervisor
 
 SEAL_SPACING = 1.0
@@ -74,7 +74,10 @@ class Runtime:
             config.data_dir, config.database, keys_fingerprint(secret)
         )
         keys = signing_keys(config.keys_dir, self.clock())
+        rotation.refuse_retired(storage, keys[-1], self.clock())
         record_keys(storage, keys[-1], self.clock())
+        self.key_retired = False
+        """Another node rotated to a key this node's folder lacks: not healthy until it has it."""
         origin = config.origin or default_origin(storage.log_id())
         self.log = LogReader(storage, origin, keys[-1])
         self.issuer = Issuer(Signer(keys[-1].private_key))
@@ -117,7 +120,7 @@ class Runtime:
 
     @property
     def healthy(self) -> bool:
-        return self.service.healthy and self.tasks.healthy
+        return self.service.healthy and self.tasks.healthy and not self.key_retired
 
     def health(self) -> dict[str, Any]:
         """Storage and background-task health; ``status`` is ``pass`` only if all are well."""
@@ -126,6 +129,7 @@ class Runtime:
             "status": "pass" if ok else "unknown",
             "storage": "ok" if self.service.healthy else "unavailable",
             "tasks": self.tasks.as_data(),
+            "keys": "retired" if self.key_retired else "ok",
         }
 
     async def readiness(self) -> dict[str, str]:
@@ -175,6 +179,7 @@ class Runtime:
         rotate`; polled every ``key_watch_interval`` and on SIGHUP)."""
         newest = newest_key_file(self.config.keys_dir)
         if newest is None or newest == self.log.key.path:
+            self.key_retired = self._rotating is None and self._retired()
             return
         if newest == self._rotating:
             return  # already scheduled
@@ -190,6 +195,14 @@ class Runtime:
             self._rotating = None
 
         asyncio.get_running_loop().call_later(max(0, at - self.clock()) / 1000, take_over)
+
+    def _retired(self) -> bool:
+        """Whether the log retired this node's key (a rotation elsewhere); a database that
+        cannot say leaves the answer as it was."""
+        try:
+            return rotation.retired(self.storage, self.log.key, self.clock()) is not None
+        except StorageError:
+            return self.key_retired
 
     async def _lead(self) -> None:
         """Take the lead if it is free (the sweeper and sealer run in the leader only), and as
