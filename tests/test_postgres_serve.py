@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,25 @@ def test_lease_rules_tools_and_audit_over_postgresql(
     with out.open("rb") as lines:
         report = audit(list(parse_lines(lines)), trusted_keys=dids)
     assert report.ok and report.entries == size
+
+
+def test_several_workers_of_one_node_share_a_postgresql_ledger(
+    fresh_server: Server, postgres_url: str
+) -> None:
+    fresh_server.args = ["--database", postgres_url, "--workers", "2"]
+    fresh_server.start()
+    r = rid()
+
+    def one(n: int) -> int:
+        with fresh_server.client() as api:  # a connection each: the kernel spreads them
+            return lease(api, "acquire", resource=r, holder=f"h{n}", ttlSeconds=60).status_code
+
+    with ThreadPoolExecutor(16) as pool:
+        codes = list(pool.map(one, range(100)))
+    assert sorted(codes) == [201] + [409] * 99
+    assert fresh_server.process is not None
+    workers = subprocess.run(["pgrep", "-P", str(fresh_server.process.pid)], capture_output=True)
+    assert len(workers.stdout.split()) == 2
 
 
 def test_a_node_with_another_keys_folder_is_refused(
