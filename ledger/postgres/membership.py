@@ -89,11 +89,12 @@ class PostgresMembership:
     def dead(self, workers: list[str]) -> list[str]:
         """Those of ``workers`` whose liveness lock no session holds; none if the database
         cannot say (a waiter is never purged on doubt)."""
-        try:
-            with self._lock:
+        with self._lock:
+            try:
                 rows = self._live_session().execute(_LIVE, (LIVE_CLASS,)).fetchall()
-        except psycopg.Error:
-            return []
+            except psycopg.Error:
+                self._drop()  # the next call, or the next leader round, reconnects
+                return []
         live = {f"{int(row[0]):08x}" for row in rows}
         return [worker for worker in workers if worker != self.worker and worker not in live]
 
