@@ -88,11 +88,6 @@ def _option_problem(args: argparse.Namespace) -> str | None:
         args.workers = 1 if args.database else (os.cpu_count() or 1)
     if args.workers < 1:
         return "--workers must be at least 1"
-    if args.database and args.workers > 1:
-        return (
-            "--workers must be 1 with --database: several processes on one PostgreSQL ledger"
-            " need the cross-node coordination that is still pending (docs/postgres.md)"
-        )
     return None
 
 
@@ -151,11 +146,13 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
     """Why the ledger or the keys cannot be written, said before the server starts (a read-only
     folder is an operator's mistake, not a traceback)."""
     from ledger.calls import now_ms
-    from ledger.keyring import load_or_create_secret, signing_keys
+    from ledger.keyring import keys_fingerprint, load_or_create_secret, signing_keys
+    from ledger.membership import open_membership
+    from ledger.rotation import refuse_retired
     from ledger.storage import StorageError, open_storage
 
     try:
-        storage = open_storage(ledger_location(args), exclusive=True)
+        storage = open_storage(ledger_location(args))
         try:
             storage.check_writable()
         finally:
@@ -165,8 +162,19 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
             return f"cannot use the ledger database: {error}"
         return f"cannot write the ledger in {args.data}: {error} (it needs a writable folder)"
     try:
-        load_or_create_secret(keys)
+        secret = load_or_create_secret(keys)
         signing_keys(keys, now_ms())  # generated once here, before any worker starts
     except OSError as error:
         return f"cannot use the key folder {keys}: {error}"
+    if args.database is None:
+        return None
+    try:  # a node with another keys folder, or an out-of-date one, is refused here
+        open_membership(args.data, args.database, keys_fingerprint(secret)).close()
+        storage = open_storage(args.database)
+        try:
+            refuse_retired(storage, signing_keys(keys, now_ms())[-1], now_ms())
+        finally:
+            storage.close()
+    except StorageError as error:
+        return f"cannot join the ledger's nodes: {error}"
     return None

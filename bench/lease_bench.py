@@ -13,6 +13,10 @@ reports its own CPU time (and the server's, when it started the server) so reade
 much of the machine the load generator took.
 
     .venv/bin/python bench/lease_bench.py [--duration 10] [--connections 1,64] [--url URL]
+
+With ``--database postgresql://…`` the started servers use that (empty, throw-away) database, and
+``--nodes K`` starts K of them on it with one keys folder (docs/postgres.md), the connections
+spread round-robin over the nodes; the server CPU is the sum over all of them.
 """
 
 from __future__ import annotations
@@ -146,13 +150,16 @@ def pct(values: list[int], q: float) -> float:
 
 
 async def run(
-    host: str, port: int, n: int, warmup: float, duration: float, extra: str = ""
+    targets: list[tuple[str, int]], n: int, warmup: float, duration: float, extra: str = ""
 ) -> Tally:
+    """``n`` connections, spread round-robin over ``targets`` (host, port)."""
     tally = Tally()
     now = time.perf_counter_ns()
     start = now + int(warmup * 1e9)
     end = start + int(duration * 1e9)
-    await asyncio.gather(*(cycle_forever(host, port, start, end, tally, extra) for _ in range(n)))
+    await asyncio.gather(
+        *(cycle_forever(*targets[i % len(targets)], start, end, tally, extra) for i in range(n))
+    )
     return tally
 
 
@@ -179,6 +186,29 @@ def report(
         print(f"  server CPU per lease event  {server / events * 1e6:7.0f} µs (budget ~300 µs)")
     if tally.errors:
         print(f"  errors           {tally.errors}")
+
+
+def servers_cpu(pids: list[int]) -> float | None:
+    """The CPU seconds of all started servers (and their workers); None if unknown."""
+    found = [cpu_seconds(pid) for pid in pids]
+    return None if not found or None in found else sum(f for f in found if f is not None)
+
+
+def start_server(
+    args: argparse.Namespace, scratch: str, node: int, processes: list[subprocess.Popen[bytes]]
+) -> str:
+    """Start one `tenure serve` (node ``node`` of ``--nodes``) and wait until it answers; its URL.
+    Nodes share the keys folder; the first creates it before the next starts."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "api", "serve", "--port", str(port)]
+    cmd += ["--data", f"{scratch}/data{node}", "--keys", f"{scratch}/keys"]
+    cmd += ["--rate-limit", "1000000", "--log-level", args.server_log_level]
+    if args.database:
+        cmd += ["--database", args.database]
+    processes.append(subprocess.Popen(cmd, cwd=args.checkout))
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url, processes[-1])
+    return url
 
 
 def free_port() -> int:
@@ -224,24 +254,24 @@ def main() -> int:
         default=str(ROOT),
         help="run the server from another checkout of tenure (to compare revisions)",
     )
+    parser.add_argument("--database", help="a postgresql:// URL for the started server(s)")
+    parser.add_argument("--nodes", type=int, default=1, help="servers on --database (default 1)")
     args = parser.parse_args()
+    if args.nodes > 1 and not args.database:
+        parser.error("--nodes needs --database (several nodes share a PostgreSQL ledger)")
     counts = [int(n) for n in args.connections.split(",")]
 
-    process: subprocess.Popen[bytes] | None = None
+    processes: list[subprocess.Popen[bytes]] = []
     scratch = None
     if args.url:
-        url = args.url.rstrip("/")
+        urls = [args.url.rstrip("/")]
     else:
         scratch = tempfile.TemporaryDirectory(prefix="tenure-bench-", dir=args.tmp)
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        cmd = [sys.executable, "-m", "api", "serve", "--port", str(port)]
-        cmd += ["--data", f"{scratch.name}/data", "--keys", f"{scratch.name}/keys"]
-        cmd += ["--rate-limit", "1000000", "--log-level", args.server_log_level]
-        process = subprocess.Popen(cmd, cwd=args.checkout)
-        wait_ready(url, process)
-    split = urlsplit(url)
-    host, port = split.hostname or "127.0.0.1", split.port or 80
+        urls = [start_server(args, scratch.name, node, processes) for node in range(args.nodes)]
+    targets = []
+    for url in urls:
+        split = urlsplit(url)
+        targets.append((split.hostname or "127.0.0.1", split.port or 80))
 
     try:
         import uvloop
@@ -251,20 +281,23 @@ def main() -> int:
     except ImportError:
         loop_name, new_loop = "asyncio", asyncio.new_event_loop
     extra = f"Accept-Provenance: {args.provenance}\r\n" if args.provenance else ""
-    where = f"own server from {args.checkout}, ledger in {scratch.name}" if scratch else url
+    ledger = args.database or scratch.name if scratch else ""
+    where = (
+        f"{len(urls)} own server(s) from {args.checkout}, ledger {ledger}" if scratch else urls[0]
+    )
     print(f"tenure lease bench: {where}, client loop {loop_name}, {os.cpu_count()} CPUs")
     try:
         for n in counts:
-            server_pid = process.pid if process else None
-            wall0, cpu0, srv0 = time.perf_counter(), time.process_time(), cpu_seconds(server_pid)
+            pids = [process.pid for process in processes]
+            wall0, cpu0, srv0 = time.perf_counter(), time.process_time(), servers_cpu(pids)
             with asyncio.Runner(loop_factory=new_loop) as runner:
-                tally = runner.run(run(host, port, n, args.warmup, args.duration, extra))
+                tally = runner.run(run(targets, n, args.warmup, args.duration, extra))
             wall, client_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-            srv1 = cpu_seconds(server_pid)
+            srv1 = servers_cpu(pids)
             server_cpu = None if srv0 is None or srv1 is None else srv1 - srv0
             report(n, args.duration, tally, wall, client_cpu, server_cpu)
     finally:
-        if process is not None:
+        for process in processes:
             process.terminate()
             process.wait(timeout=30)
         if scratch is not None:

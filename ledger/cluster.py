@@ -3,7 +3,8 @@ who leads, and how one process wakes a waiter held by another.
 
 All of it is the local host's: ``flock`` on files under ``<data>/run/`` and Linux abstract unix
 datagram sockets, so nothing is left behind by a process killed with -9 — the kernel drops its
-locks and its socket. (Several PostgreSQL nodes will use advisory locks and NOTIFY instead.)
+locks and its socket. (Several PostgreSQL nodes use advisory locks and NOTIFY instead:
+``ledger/postgres/membership.py``; both behind ``ledger/membership.py``.)
 
 - **Liveness**: each worker holds an exclusive ``flock`` on ``run/<worker>.lock`` for its life;
   a lock another process can take belongs to a dead worker.

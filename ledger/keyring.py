@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import secrets
 from dataclasses import dataclass
@@ -109,3 +111,9 @@ def record_keys(storage: Storage, active: SigningKey, now_ms: int) -> None:
     storage.record_key_use(
         KeyRecord(active.did, active.public_bytes, active.multikey, now_ms, None)
     )
+
+
+def keys_fingerprint(master_secret: bytes) -> str:
+    """Names a keys folder's contents without revealing them: nodes sharing one database must
+    all use the same folder (``ledger/postgres/membership.py`` compares this at start)."""
+    return hmac.new(master_secret, b"tenure keys folder fingerprint", hashlib.sha256).hexdigest()

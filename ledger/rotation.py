@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ledger.keyring import SigningKey, record_keys
 from ledger.signer import Signer
-from ledger.storage import open_storage
+from ledger.storage import Storage, StorageError, open_storage
 
 if TYPE_CHECKING:
     from ledger.runtime import Runtime
@@ -58,3 +58,23 @@ def switch(runtime: Runtime, key: SigningKey, at: int) -> None:
     runtime.issuer.signer = Signer(key.private_key)
     runtime.log.key = key
     logger.info("signing with the rotated key %s from %d", key.did, at)
+
+
+def retired(storage: Storage, key: SigningKey, now: int) -> int | None:
+    """When the log retired ``key`` if that instant has passed: another process or node rotated
+    to a key this process's keys folder does not hold (yet). ``None`` while ``key`` is valid."""
+    for found in storage.signing_keys():
+        if found.did == key.did and found.valid_until is not None and found.valid_until <= now:
+            return found.valid_until
+    return None
+
+
+def refuse_retired(storage: Storage, key: SigningKey, now: int) -> None:
+    """At start: a keys folder whose newest key the log has retired is out of date — signing with
+    it would make receipts no verifier accepts, and recording it would end the newer key's
+    period. Raise :class:`StorageError` saying so."""
+    if retired(storage, key, now) is not None:
+        raise StorageError(
+            f"the signing key {key.did} was retired by a rotation; this keys folder lacks the"
+            " newer key: copy the keys folder from a node that has it (docs/postgres.md)"
+        )

@@ -22,8 +22,8 @@ from typing import Any
 
 from ledger import rotation
 from ledger.calls import Limits, now_ms
-from ledger.cluster import Cluster
 from ledger.keyring import (
+    keys_fingerprint,
     load_or_create_secret,
     load_signing_keys,
     newest_key_file,
@@ -31,10 +31,11 @@ from ledger.keyring import (
     signing_keys,
 )
 from ledger.log import LogReader, SignedCheckpoint
+from ledger.membership import Membership, open_membership
 from ledger.provenance import Issuer
 from ledger.service import LeaseService
 from ledger.signer import Signer
-from ledger.storage import Storage, default_origin, open_storage
+from ledger.storage import Storage, StorageError, default_origin, open_storage
 from ledger.supervisor import Supervisor
 
 SEAL_SPACING = 1.0
@@ -68,13 +69,18 @@ class Runtime:
         self.config = config
         self.storage = storage
         self.clock = config.clock
+        secret = load_or_create_secret(config.keys_dir)
+        self.cluster: Membership = open_membership(
+            config.data_dir, config.database, keys_fingerprint(secret)
+        )
         keys = signing_keys(config.keys_dir, self.clock())
+        rotation.refuse_retired(storage, keys[-1], self.clock())
         record_keys(storage, keys[-1], self.clock())
+        self.key_retired = False
+        """Another node rotated to a key this node's folder lacks: not healthy until it has it."""
         origin = config.origin or default_origin(storage.log_id())
         self.log = LogReader(storage, origin, keys[-1])
         self.issuer = Issuer(Signer(keys[-1].private_key))
-        secret = load_or_create_secret(config.keys_dir)
-        self.cluster = Cluster(config.data_dir)
         self.service = LeaseService(
             storage, secret, config.limits, self.clock, self.cluster.worker, self.cluster.notify
         )
@@ -91,7 +97,7 @@ class Runtime:
     def open(cls, config: RuntimeConfig) -> Runtime:
         """Open the storage (``config.database``, else ``config.data_dir``) as the serving
         process and wire everything over it."""
-        storage = open_storage(config.database or config.data_dir, exclusive=True)
+        storage = open_storage(config.database or config.data_dir)
         try:
             return cls(config, storage)
         except BaseException:
@@ -114,7 +120,7 @@ class Runtime:
 
     @property
     def healthy(self) -> bool:
-        return self.service.healthy and self.tasks.healthy
+        return self.service.healthy and self.tasks.healthy and not self.key_retired
 
     def health(self) -> dict[str, Any]:
         """Storage and background-task health; ``status`` is ``pass`` only if all are well."""
@@ -123,6 +129,7 @@ class Runtime:
             "status": "pass" if ok else "unknown",
             "storage": "ok" if self.service.healthy else "unavailable",
             "tasks": self.tasks.as_data(),
+            "keys": "retired" if self.key_retired else "ok",
         }
 
     async def readiness(self) -> dict[str, str]:
@@ -172,6 +179,7 @@ class Runtime:
         rotate`; polled every ``key_watch_interval`` and on SIGHUP)."""
         newest = newest_key_file(self.config.keys_dir)
         if newest is None or newest == self.log.key.path:
+            self.key_retired = self._rotating is None and self._retired()
             return
         if newest == self._rotating:
             return  # already scheduled
@@ -188,10 +196,19 @@ class Runtime:
 
         asyncio.get_running_loop().call_later(max(0, at - self.clock()) / 1000, take_over)
 
+    def _retired(self) -> bool:
+        """Whether the log retired this node's key (a rotation elsewhere); a database that
+        cannot say leaves the answer as it was."""
+        try:
+            return rotation.retired(self.storage, self.log.key, self.clock()) is not None
+        except StorageError:
+            return self.key_retired
+
     async def _lead(self) -> None:
         """Take the lead if it is free (the sweeper and sealer run in the leader only), and as
-        leader drop the waiters of worker processes that died."""
-        if self.cluster.try_lead():
+        leader drop the waiters of worker processes that died. Off the loop: with PostgreSQL
+        it is a round trip, or a connection attempt while the database is away."""
+        if await asyncio.to_thread(self.cluster.try_lead):
             await self.service.durable(self.service.purge_dead_waiters(self.cluster.dead))
 
     async def _sweep(self) -> None:

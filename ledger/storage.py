@@ -215,16 +215,14 @@ class Storage(Protocol):
     def close(self) -> None: ...
 
 
-def open_storage(location: Path | str, *, exclusive: bool = False) -> Storage:
+def open_storage(location: Path | str) -> Storage:
     """The ledger's backend: a ``postgresql://`` URL opens PostgreSQL (``ledger/postgres/``),
-    anything else is the SQLite folder (created if needed). ``exclusive``: opened by the serving
-    process, which a PostgreSQL database allows one of until several nodes can share it
-    (docs/postgres.md); SQLite ignores it."""
+    anything else is the SQLite folder (created if needed)."""
     if is_database_url(location):
         _require_psycopg()
         from ledger.postgres import PostgresStorage
 
-        return PostgresStorage.open(str(location), exclusive=exclusive)
+        return PostgresStorage.open(str(location))
     from ledger.sqlite import SQLiteStorage
 
     return SQLiteStorage.open(Path(location))

@@ -3,12 +3,14 @@
 The contract suite (tests/test_storage_contract.py) already runs every Protocol method on
 PostgreSQL; these tests hold what only a shared database server adds: the append-only rule
 enforced against anyone who connects, durable commits whatever the database's default, recorded
-migrations, one serving node per database, reconnection after the server dropped the sessions,
-and URLs whose password never reaches a message.
+migrations, writers of several nodes serialized by the ``log_head`` lock, reconnection after the
+server dropped the sessions, and URLs whose password never reaches a message.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 
 import psycopg
@@ -78,33 +80,25 @@ def test_the_schema_is_migrated_once_and_its_versions_recorded(postgres_url: str
         open_storage(postgres_url)
 
 
-def test_one_serving_node_per_database(postgres_url: str) -> None:
-    first = open_storage(postgres_url, exclusive=True)
-    try:
-        with pytest.raises(StorageError, match="another tenure node is serving"):
-            open_storage(postgres_url, exclusive=True)
-        tool = open_storage(postgres_url)  # `tenure export` / `apikey create` still work
-        tool.check_writable()
-        tool.close()
-        first.check_writable()
-    finally:
-        first.close()
-    open_storage(postgres_url, exclusive=True).close()  # the lock went with the first node
+def test_several_nodes_open_one_database_and_their_writes_take_turns(postgres_url: str) -> None:
+    first, second = open_storage(postgres_url), open_storage(postgres_url)
+    entered = threading.Event()
 
+    def write_second() -> None:
+        with second.transaction() as tx:  # waits for the log_head lock the first one holds
+            entered.set()
+            tx.apply(AppendEntry(tx.tree_size(), b'{"e":1}'))
 
-def test_a_node_that_lost_its_lock_cannot_write_once_another_took_over(
-    postgres_url: str,
-) -> None:
-    first = open_storage(postgres_url, exclusive=True)
-    _terminate_sessions(postgres_url)  # as a server restart would: the advisory lock is gone
-    second = open_storage(postgres_url, exclusive=True)
     try:
-        with (
-            pytest.raises(StorageError, match="another tenure node now serves"),
-            first.transaction(),
-        ):
-            pass
-        second.check_writable()
+        with first.transaction() as tx:
+            writer = threading.Thread(target=write_second)
+            writer.start()
+            _until_a_session_waits_for_a_lock(postgres_url)
+            assert not entered.is_set()  # the second node's transaction is queued behind
+            tx.apply(AppendEntry(tx.tree_size(), b'{"e":0}'))
+        writer.join(10)
+        assert entered.is_set()
+        assert [leaf for _, leaf in second.entries(0, 2)] == [b'{"e":0}', b'{"e":1}']
     finally:
         first.close()
         second.close()
@@ -132,6 +126,16 @@ def test_an_unreachable_database_is_a_storage_error_without_the_password(
     assert "s3cret" not in str(failed.value) and "***" in str(failed.value)
     assert redact("postgresql://u:pw@db.example:5432/t") == "postgresql://u:***@db.example:5432/t"
     assert redact("postgresql://u@db/t") == "postgresql://u@db/t"
+
+
+def _until_a_session_waits_for_a_lock(url: str) -> None:
+    deadline = time.monotonic() + 10
+    with psycopg.connect(url, autocommit=True) as admin:
+        while time.monotonic() < deadline:
+            row = admin.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone()
+            if row and row[0]:
+                return
+    raise AssertionError("no transaction waited for the log head")
 
 
 def _terminate_sessions(url: str) -> None:

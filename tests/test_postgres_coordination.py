@@ -1,6 +1,7 @@
-"""Building blocks for several nodes on one database, on the real server (docs/postgres.md):
-one leader per role by advisory lock, taken over when its session ends; NOTIFY from a write
-transaction wakes the listening node only once that transaction commits."""
+"""Building blocks for several nodes on one database, on the real server (decisions/0009): one
+leader per role by advisory lock, taken over when its session ends; NOTIFY from a write
+transaction wakes the listening node only once that transaction commits; a worker alive exactly
+while a session holds its liveness lock, renewed after the session was lost."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 
 from ledger.postgres.connection import connect
 from ledger.postgres.leader import AdvisoryLeader
+from ledger.postgres.membership import PostgresMembership
 from ledger.postgres.wakeup import Wakeups, channel, notify
+from ledger.storage import StorageError, open_storage
 
 ROLE = 0x7465_6E75_7265_0010
 
@@ -80,3 +83,46 @@ def test_node_ids_are_checked_before_they_name_a_channel() -> None:
     assert channel("ab12") == "tenure_wake_ab12"
     with pytest.raises(ValueError):
         channel('x"; DROP TABLE entries; --')
+
+
+@pytest.fixture
+def ledger_url(postgres_url: str) -> str:
+    """A database holding a ledger's schema (members record the keys fingerprint in it)."""
+    open_storage(postgres_url).close()
+    return postgres_url
+
+
+def test_membership_liveness_by_session_lock_and_its_renewal(ledger_url: str) -> None:
+    postgres_url = ledger_url
+    a, b = PostgresMembership(postgres_url, "k"), PostgresMembership(postgres_url, "k")
+    try:
+        assert a.worker != b.worker
+        assert a.dead([a.worker, b.worker, "0badcafe"]) == ["0badcafe"]
+        assert a.try_lead() and not b.try_lead()
+        with psycopg.connect(postgres_url, autocommit=True) as admin:  # a's sessions end
+            admin.execute(
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
+                " WHERE application_name = 'tenure' AND datname = current_database()"
+            )
+        assert b.try_lead() or b.try_lead()  # b's next rounds reconnect, and it takes over
+        assert b.dead([a.worker]) == [a.worker]
+        a.try_lead()  # a's next round takes its liveness lock again on a new session
+        assert not a.leader and b.dead([a.worker]) == []
+    finally:
+        a.close()
+        b.close()
+    other = PostgresMembership(postgres_url, "k")
+    try:
+        assert other.dead([a.worker, b.worker]) == [a.worker, b.worker]  # both left
+    finally:
+        other.close()
+
+
+def test_a_member_with_another_keys_fingerprint_is_refused(ledger_url: str) -> None:
+    postgres_url = ledger_url
+    first = PostgresMembership(postgres_url, "fingerprint-1")
+    try:
+        with pytest.raises(StorageError, match="keys folder differs"):
+            PostgresMembership(postgres_url, "fingerprint-2")
+    finally:
+        first.close()

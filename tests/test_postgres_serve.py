@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -75,17 +76,36 @@ def test_lease_rules_tools_and_audit_over_postgresql(
     assert report.ok and report.entries == size
 
 
-def test_a_second_node_on_the_same_database_is_refused(
+def test_several_workers_of_one_node_share_a_postgresql_ledger(
+    fresh_server: Server, postgres_url: str
+) -> None:
+    fresh_server.args = ["--database", postgres_url, "--workers", "2"]
+    fresh_server.start()
+    r = rid()
+
+    def one(n: int) -> int:
+        with fresh_server.client() as api:  # a connection each: the kernel spreads them
+            return lease(api, "acquire", resource=r, holder=f"h{n}", ttlSeconds=60).status_code
+
+    with ThreadPoolExecutor(16) as pool:
+        codes = list(pool.map(one, range(100)))
+    assert sorted(codes) == [201] + [409] * 99
+    assert fresh_server.process is not None
+    workers = subprocess.run(["pgrep", "-P", str(fresh_server.process.pid)], capture_output=True)
+    assert len(workers.stdout.split()) == 2
+
+
+def test_a_node_with_another_keys_folder_is_refused(
     fresh_server: Server, postgres_url: str, tmp_path: Path
 ) -> None:
     fresh_server.args = ["--database", postgres_url]
     fresh_server.start()
-    (tmp_path / "second").mkdir()
-    second = Server(tmp_path / "second", ["--database", postgres_url])
-    with pytest.raises(RuntimeError, match="another tenure node is serving"):
-        second.start()
-    with fresh_server.client() as api:  # the first node is untouched
+    other = tenure("serve", "--database", postgres_url, "--keys", str(tmp_path / "other-keys"))
+    assert other.returncode == 2, other.stderr
+    assert "keys folder differs from the one this database is served with" in other.stderr
+    with fresh_server.client() as api:  # the serving node and its one key are untouched
         assert granted(lease(api, "acquire", resource=rid(), holder="w1"))["fencingToken"] == 1
+        assert len(api.get("/api/v1/keys").json()["keys"]) == 1
 
 
 def test_bad_database_options_are_refused_by_name(tmp_path: Path) -> None:

@@ -10,17 +10,14 @@ statement fails the transaction at the latest when it commits. Commits are durab
 reconnecting connection (``connection.Reader``); the export snapshot is its own REPEATABLE READ
 READ ONLY transaction. Every database failure surfaces as :class:`StorageError`.
 
-Decisions are taken inside the transaction (docs/decisions/0006), but the leader role and the
-wake-ups of waiters still use the local host's locks and sockets (``ledger/cluster.py``), so
-still one serving node per database: a serving node (``exclusive=True``) holds a session
-advisory lock — a second one refuses to start — and names itself in ``log_head``, so that even
-after the lock was lost (the server restarted) a node that is no longer the named one has its
-writes refused rather than diverge.
+Several nodes (and several worker processes per node) share one database: the ``log_head`` lock
+serializes their writes and every decision reads what it decides on under it (docs/decisions/0006);
+who is alive, who leads and how waiters are woken across nodes is
+``ledger/postgres/membership.py`` (docs/decisions/0009).
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -52,7 +49,6 @@ from ledger.storage import (
 
 __all__ = ["PostgresStorage", "exists", "is_database_url"]
 
-NODE_LOCK = 0x7465_6E75_7265_0002  # pg_try_advisory_lock key of the serving node
 T = TypeVar("T")
 
 
@@ -139,33 +135,23 @@ class PostgresSnapshot:
 class PostgresStorage:
     """The ledger in the PostgreSQL database at ``url``."""
 
-    def __init__(self, url: str, pool: ConnectionPool[Conn], node: tuple[str, Conn] | None):
+    def __init__(self, url: str, pool: ConnectionPool[Conn]):
         self.url = url
         self._pool = pool
         self._reader = Reader(url)
-        self._node = node
 
     @classmethod
-    def open(cls, url: str, *, exclusive: bool = False, timeout: float = 5.0) -> PostgresStorage:
-        """Open (creating and migrating the schema if needed). ``exclusive``: as the serving
-        node, refused while another node serves the database. ``timeout``: seconds a write waits
-        for a connection before the storage is unavailable. Failures raise
-        :class:`StorageError` saying why, without the URL's password."""
+    def open(cls, url: str, *, timeout: float = 5.0) -> PostgresStorage:
+        """Open (creating and migrating the schema if needed; nodes starting together wait
+        for each other). ``timeout``: seconds a write waits for a connection before the storage
+        is unavailable. Failures raise :class:`StorageError` saying why, without the URL's
+        password."""
         try:
-            conn = connect(url)
+            with connect(url) as conn:
+                migrate(conn)
         except psycopg.Error as error:
-            raise StorageError(f"cannot reach {redact(url)}: {error}") from error
-        try:
-            migrate(conn)
-            node = _claim(conn, url) if exclusive else None
-        except BaseException as error:
-            conn.close()
-            if isinstance(error, psycopg.Error):
-                raise StorageError(f"cannot open the ledger in {redact(url)}: {error}") from error
-            raise
-        if node is None:
-            conn.close()
-        return cls(url, _pool(url, timeout), node)
+            raise StorageError(f"cannot open the ledger in {redact(url)}: {error}") from error
+        return cls(url, _pool(url, timeout))
 
     def check_writable(self) -> None:
         """Take and drop the log-head lock: raises :class:`StorageError` if writes are refused."""
@@ -176,9 +162,7 @@ class PostgresStorage:
     def transaction(self) -> Iterator[PostgresTransaction]:
         try:
             with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
-                serving = store.lock_head(conn)
-                if self._node is not None and serving != self._node[0]:
-                    raise StorageError("another tenure node now serves this database")
+                store.lock_head(conn)
                 yield PostgresTransaction(conn)
         except psycopg.Error as error:
             raise StorageError(f"the ledger database refused a write: {error}") from error
@@ -249,20 +233,6 @@ class PostgresStorage:
     def close(self) -> None:
         self._reader.close()
         self._pool.close()
-        if self._node is not None:
-            self._node[1].close()  # ends the session: the advisory lock is released
-
-
-def _claim(conn: Conn, url: str) -> tuple[str, Conn]:
-    """Become the serving node: the advisory lock held on ``conn`` for this node's life."""
-    if not store.try_node_lock(conn, NODE_LOCK):
-        raise StorageError(
-            f"another tenure node is serving {redact(url)}: until several nodes can share one"
-            " database (docs/postgres.md), run one `tenure serve --database` per database"
-        )
-    node = secrets.token_hex(8)
-    store.claim_head(conn, node)
-    return node, conn
 
 
 def _pool(url: str, timeout: float) -> ConnectionPool[Conn]:

@@ -1,7 +1,7 @@
 """One node at a time for a background role (sweeper, dead-man switch, sealer), by advisory lock.
 
-A building block for several nodes on one database (docs/postgres.md, "Several nodes: pending");
-nothing wires it yet. :class:`AdvisoryLeader` holds a session advisory lock
+Several nodes on one database (docs/decisions/0009): ``ledger/postgres/membership.py`` uses it
+for the leader of all nodes' workers. :class:`AdvisoryLeader` holds a session advisory lock
 (``pg_try_advisory_lock``) on a connection of its own: the database releases it when that session
 ends — the node died, was killed, or lost its connection — and the next :meth:`try_lead` of
 another node takes over. Each call first checks that its own session is still alive, so a node

@@ -141,18 +141,6 @@ def revoke_api_key(conn: Conn, digest: bytes) -> bool:
     return conn.execute(sql, (digest,)).fetchone() is not None  # rowcount waits in a pipeline
 
 
-def claim_head(conn: Conn, node: str) -> None:
-    """Name ``node`` the one writer: transactions of any other serving node are refused."""
-    conn.execute("UPDATE log_head SET node = %s WHERE id = 1", (node,))
-
-
-def lock_head(conn: Conn) -> str | None:
-    """Lock the log head for this transaction (serializing every writer); the serving node."""
-    row = conn.execute("SELECT node FROM log_head WHERE id = 1 FOR UPDATE").fetchone()
-    return None if row is None else row[0]
-
-
-def try_node_lock(conn: Conn, key: int) -> bool:
-    """A session advisory lock: held while this connection lives, released when it dies."""
-    row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-    return bool(row and row[0])
+def lock_head(conn: Conn) -> None:
+    """Lock the log head for this transaction: every writer of every node waits here in turn."""
+    conn.execute("SELECT 1 FROM log_head WHERE id = 1 FOR UPDATE").fetchone()

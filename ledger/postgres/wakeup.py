@@ -1,9 +1,10 @@
 """Waking a waiter on another node: PostgreSQL ``NOTIFY`` sent from the granting transaction.
 
-A building block for blocking waits across nodes (docs/postgres.md, "Several nodes: pending");
-nothing wires it yet. Each node listens on a channel of its own (``tenure_wake_<node>``). The
-node that grants a waiter's lease calls :func:`notify` inside the same write transaction, so the
-notification is delivered only if — and once — that grant commits. :class:`Wakeups` runs one
+Blocking waits across nodes (docs/decisions/0009): each worker process listens on a channel of its
+own (``tenure_wake_<worker>``, ``ledger/postgres/membership.py``). The process that granted a
+waiter's lease sends the waiter id after the granting commit (the membership's ``notify``, as the
+SQLite side does); :func:`notify` does it inside a write transaction instead, delivered only if —
+and once — that transaction commits. :class:`Wakeups` runs one
 thread that ``LISTEN``s and hands each payload (a waiter id) to a callback; after a dropped
 connection it reconnects and listens again. A notification lost meanwhile costs latency only:
 a waiter re-checks its row at its deadline.
