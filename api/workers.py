@@ -13,11 +13,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from types import FrameType
 
 PR_SET_PDEATHSIG = 1
@@ -52,6 +55,27 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+@contextlib.contextmanager
+def _metrics_folder() -> Iterator[None]:
+    """prometheus-client's multiprocess mode for the workers: counters and histograms in
+    memory-mapped files of one private, fresh folder, so that every worker's ``/metrics``
+    answers the sum over all of them (a scrape reaches one worker at random). An operator's own
+    ``PROMETHEUS_MULTIPROC_DIR`` is used as given (emptied at start, as its docs ask)."""
+    if os.environ.get(METRICS_ENV):
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="tenure-metrics-")  # 0700, this run's only
+    os.environ[METRICS_ENV] = folder
+    try:
+        yield
+    finally:
+        del os.environ[METRICS_ENV]
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 class Workers:
     """The parent's loop: keep ``count`` workers running until told to stop."""
 
@@ -66,6 +90,10 @@ class Workers:
 
     def run(self) -> int:
         """Serve until SIGTERM/SIGINT; 0 once every worker has shut down."""
+        with _metrics_folder():
+            return self._run()
+
+    def _run(self) -> int:
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
         signal.signal(signal.SIGHUP, self._hang_up)

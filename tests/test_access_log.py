@@ -1,4 +1,4 @@
-"""The access log (api/logs.py): scope names hidden, lines buffered off the request path (issue 10)."""
+"""The access log (api/logs.py): scope names hidden, lines buffered off the request path."""
 
 from __future__ import annotations
 

@@ -160,3 +160,34 @@ def test_multiprocess_mode_sums_from_the_shared_folder(
     assert value(samples, "tenure_lease_answers_total", op="acquire", outcome="GRANTED") == 2
     assert value(samples, "tenure_leases_live") == 2
     assert any(path.suffix == ".db" for path in shared.iterdir())
+
+
+def test_several_workers_answer_the_same_sums_without_any_setup(tmp_path: Path) -> None:
+    """`tenure serve --workers 2` with no PROMETHEUS_MULTIPROC_DIR of the operator's: whichever
+    worker a scrape reaches, it counts every worker's answers (a private folder the parent made
+    and removes at exit)."""
+    server = Server(tmp_path, ["--workers", "2"]).start()
+    assert server.process is not None
+    parent = server.process.pid
+    try:
+        for _ in range(20):
+            with httpx.Client(base_url=server.url) as client:  # new connections: both workers
+                lease(client, "acquire", resource=rid(), holder="w")
+        seen = set()
+        for _ in range(8):
+            with httpx.Client(base_url=server.url) as client:
+                samples = scrape(client)
+            seen.add(value(samples, "tenure_lease_answers_total", op="acquire", outcome="GRANTED"))
+        assert seen == {20}
+        folder = _metrics_folder_of(parent)
+        assert folder.is_dir() and folder.stat().st_mode & 0o077 == 0
+    finally:
+        server.stop()
+    assert not folder.exists()
+
+
+def _metrics_folder_of(parent: int) -> Path:
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    environ = Path(f"/proc/{children[0]}/environ").read_bytes().split(b"\0")
+    found = [v for v in environ if v.startswith(b"PROMETHEUS_MULTIPROC_DIR=")]
+    return Path(found[0].partition(b"=")[2].decode())
