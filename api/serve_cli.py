@@ -149,11 +149,16 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
     """Why the ledger or the keys cannot be written, said before the server starts (a read-only
     folder is an operator's mistake, not a traceback)."""
     from ledger.calls import now_ms
-    from ledger.keyring import load_or_create_secret, signing_keys
+    from ledger.keyring import load_or_create_names_key, load_or_create_secret, signing_keys
+    from ledger.names import NameCodec
     from ledger.storage import StorageError, open_storage
 
     try:
-        storage = open_storage(ledger_location(args), exclusive=True)
+        names = NameCodec(load_or_create_names_key(keys))
+    except OSError as error:
+        return f"cannot use the key folder {keys}: {error}"
+    try:  # sealing the names of an older ledger happens here, before any worker starts
+        storage = open_storage(ledger_location(args), exclusive=True, names=names)
         try:
             storage.check_writable()
         finally:

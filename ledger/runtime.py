@@ -24,6 +24,7 @@ from ledger import rotation
 from ledger.calls import Limits, now_ms
 from ledger.cluster import Cluster
 from ledger.keyring import (
+    load_or_create_names_key,
     load_or_create_secret,
     load_signing_keys,
     newest_key_file,
@@ -31,6 +32,7 @@ from ledger.keyring import (
     signing_keys,
 )
 from ledger.log import LogReader, SignedCheckpoint
+from ledger.names import NameCodec
 from ledger.provenance import Issuer
 from ledger.service import LeaseService
 from ledger.signer import Signer
@@ -91,7 +93,8 @@ class Runtime:
     def open(cls, config: RuntimeConfig) -> Runtime:
         """Open the storage (``config.database``, else ``config.data_dir``) as the serving
         process and wire everything over it."""
-        storage = open_storage(config.database or config.data_dir, exclusive=True)
+        names = NameCodec(load_or_create_names_key(config.keys_dir))
+        storage = open_storage(config.database or config.data_dir, exclusive=True, names=names)
         try:
             return cls(config, storage)
         except BaseException:

@@ -17,10 +17,13 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.changes import Change, PutCheckpoint
 from ledger.leases import Resource
+
+if TYPE_CHECKING:
+    from ledger.names import NameCodec
 
 CheckpointRecord = PutCheckpoint
 """A stored signed checkpoint: what :class:`PutCheckpoint` stored is what is read back."""
@@ -215,19 +218,23 @@ class Storage(Protocol):
     def close(self) -> None: ...
 
 
-def open_storage(location: Path | str, *, exclusive: bool = False) -> Storage:
+def open_storage(
+    location: Path | str, *, exclusive: bool = False, names: NameCodec | None = None
+) -> Storage:
     """The ledger's backend: a ``postgresql://`` URL opens PostgreSQL (``ledger/postgres/``),
     anything else is the SQLite folder (created if needed). ``exclusive``: opened by the serving
     process, which a PostgreSQL database allows one of until several nodes can share it
-    (docs/postgres.md); SQLite ignores it."""
+    (docs/postgres.md); SQLite ignores it. ``names``: the names key's codec (docs/decisions/0010);
+    without it the state tables (leases, resources, waits) cannot be read or written, and a
+    ledger whose names are not sealed yet stays as it is."""
     if is_database_url(location):
         _require_psycopg()
         from ledger.postgres import PostgresStorage
 
-        return PostgresStorage.open(str(location), exclusive=exclusive)
+        return PostgresStorage.open(str(location), exclusive=exclusive, names=names)
     from ledger.sqlite import SQLiteStorage
 
-    return SQLiteStorage.open(Path(location))
+    return SQLiteStorage.open(Path(location), names)
 
 
 def storage_exists(location: Path | str) -> bool:

@@ -20,11 +20,12 @@ from ledger.postgres import PostgresStorage
 from ledger.postgres.connection import redact
 from ledger.postgres.schema import SCHEMA_VERSION
 from ledger.storage import StorageError, open_storage, storage_exists
+from tests.names_key import NAMES
 
 
 @pytest.fixture
 def storage(postgres_url: str) -> Iterator[PostgresStorage]:
-    opened = PostgresStorage.open(postgres_url)
+    opened = PostgresStorage.open(postgres_url, names=NAMES)
     with opened.transaction() as tx:
         tx.apply(AppendEntry(0, b'{"e":0}'))
         tx.apply(PutNodes(((0, 0, b"n" * 32),)))
@@ -56,7 +57,7 @@ def test_commits_are_durable_even_where_the_database_default_is_not(postgres_url
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         name = sql.Identifier(admin.info.dbname)
         admin.execute(sql.SQL("ALTER DATABASE {} SET synchronous_commit = off").format(name))
-    storage = PostgresStorage.open(postgres_url)
+    storage = PostgresStorage.open(postgres_url, names=NAMES)
     try:
         with storage.transaction() as tx:
             row = tx.conn.execute("SHOW synchronous_commit").fetchone()
@@ -67,37 +68,41 @@ def test_commits_are_durable_even_where_the_database_default_is_not(postgres_url
 
 def test_the_schema_is_migrated_once_and_its_versions_recorded(postgres_url: str) -> None:
     assert storage_exists(postgres_url) is False
-    open_storage(postgres_url).close()
-    open_storage(postgres_url).close()
+    open_storage(postgres_url, names=NAMES).close()
+    open_storage(postgres_url, names=NAMES).close()
     assert storage_exists(postgres_url) is True
     with psycopg.connect(postgres_url) as conn:
         versions = conn.execute("SELECT version FROM schema_version").fetchall()
         conn.execute("INSERT INTO schema_version(version) VALUES (%s)", (SCHEMA_VERSION + 1,))
     assert versions == [(step,) for step in range(1, SCHEMA_VERSION + 1)]
     with pytest.raises(StorageError, match="newer than this server"):
-        open_storage(postgres_url)
+        open_storage(postgres_url, names=NAMES)
 
 
 def test_one_serving_node_per_database(postgres_url: str) -> None:
-    first = open_storage(postgres_url, exclusive=True)
+    first = open_storage(postgres_url, exclusive=True, names=NAMES)
     try:
         with pytest.raises(StorageError, match="another tenure node is serving"):
-            open_storage(postgres_url, exclusive=True)
-        tool = open_storage(postgres_url)  # `tenure export` / `apikey create` still work
+            open_storage(postgres_url, exclusive=True, names=NAMES)
+        tool = open_storage(
+            postgres_url, names=NAMES
+        )  # `tenure export` / `apikey create` still work
         tool.check_writable()
         tool.close()
         first.check_writable()
     finally:
         first.close()
-    open_storage(postgres_url, exclusive=True).close()  # the lock went with the first node
+    open_storage(
+        postgres_url, exclusive=True, names=NAMES
+    ).close()  # the lock went with the first node
 
 
 def test_a_node_that_lost_its_lock_cannot_write_once_another_took_over(
     postgres_url: str,
 ) -> None:
-    first = open_storage(postgres_url, exclusive=True)
+    first = open_storage(postgres_url, exclusive=True, names=NAMES)
     _terminate_sessions(postgres_url)  # as a server restart would: the advisory lock is gone
-    second = open_storage(postgres_url, exclusive=True)
+    second = open_storage(postgres_url, exclusive=True, names=NAMES)
     try:
         with (
             pytest.raises(StorageError, match="another tenure node now serves"),
@@ -128,7 +133,7 @@ def test_an_unreachable_database_is_a_storage_error_without_the_password(
 ) -> None:
     url = f"postgresql://tenure:s3cret@/nowhere?host={tmp_path}&connect_timeout=1"
     with pytest.raises(StorageError) as failed:
-        open_storage(url)
+        open_storage(url, names=NAMES)
     assert "s3cret" not in str(failed.value) and "***" in str(failed.value)
     assert redact("postgresql://u:pw@db.example:5432/t") == "postgresql://u:***@db.example:5432/t"
     assert redact("postgresql://u@db/t") == "postgresql://u@db/t"
