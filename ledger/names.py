@@ -41,6 +41,12 @@ class NameCodec:
         self._aead = ChaCha20Poly1305(hmac.digest(key, SEAL_LABEL, "sha256"))
         self._known: dict[tuple[bytes, str, str], bytes] = {}
 
+    @property
+    def check(self) -> str:
+        """A value the ledger records when its names are sealed, to tell its key from another
+        (hex of a digest under the lookup subkey; reveals nothing of the key)."""
+        return hmac.digest(self._lookup, b"check\x00", "sha256")[:DIGEST_BYTES].hex()
+
     def tenant(self, tenant: str) -> bytes:
         """The tenant's lookup digest."""
         return self._digest(b"tenant", "", tenant)
@@ -84,6 +90,22 @@ class NameCodec:
 
     def open_json(self, table: bytes, row: bytes, sealed: bytes) -> Any:
         return json.loads(self.open(table, row, sealed))
+
+
+NAMES_CHECK = "names_check"
+"""The ``meta`` key holding :attr:`NameCodec.check` of the key that sealed the ledger."""
+
+
+def check_key(names: NameCodec, recorded: str | None) -> None:
+    """Refuse a names key other than the one that sealed the ledger: its digests would find
+    no row and its seals open none."""
+    if recorded is not None and recorded != names.check:
+        from ledger.storage import StorageError
+
+        raise StorageError(
+            "the names key (keys/names.key) is not the one that sealed this ledger's state:"
+            " restore that key file"
+        )
 
 
 def needs_names(names: NameCodec | None) -> NameCodec:

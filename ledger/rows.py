@@ -8,6 +8,7 @@ stored answers come back out of their sealed columns (``ledger/sealing.py``, doc
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from ledger import sealing
@@ -48,6 +49,13 @@ def named(codec: NameCodec, table: bytes, row: Any) -> tuple[str, str]:
     t, key, sealed = row
     opened = codec.open_json(table, bytes(t) + bytes(key), bytes(sealed))
     return str(opened[0]), str(opened[1])
+
+
+def lease_names(codec: NameCodec, found: Iterable[Any]) -> list[tuple[str, str]]:
+    """``tenant, resource, sealed`` rows of ``leases`` → one clear ``(tenant, resource)`` per
+    resource, in the order found, each opened once."""
+    sealed = {(bytes(t), bytes(r)): s for t, r, s in found}
+    return [named(codec, sealing.LEASE, (*key, s)) for key, s in sealed.items()]
 
 
 def request_row(codec: NameCodec, row: Any) -> RequestRecord:

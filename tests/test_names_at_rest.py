@@ -26,7 +26,7 @@ from ledger.changes import (
     RememberRequest,
 )
 from ledger.names import NameCodec, SealError
-from ledger.storage import open_storage
+from ledger.storage import StorageError, open_storage
 from tests.conftest import Server, lease, rid
 from tests.names_key import NAMES
 from tests.postgres import binaries
@@ -165,25 +165,32 @@ def test_every_change_is_stored_without_its_names(location: Path | str) -> None:
     assert leaked(database_bytes(location), names) == []
 
 
-def test_another_key_opens_nothing(tmp_path: Path) -> None:
-    """Without the names key the state cannot be read: another key's digests find no row, and a
-    sealed value does not open under another key or in another row."""
-    storage = open_storage(tmp_path, names=NAMES)
-    try:
-        with storage.transaction() as tx:
-            tx.apply(PutLease("t", "r", 1, "w", b"d" * 32, 5_000, None, 0))
-            tx.apply(PutResource("t", "r", 1, 1, 9_000, None, None, None, None))
-    finally:
-        storage.close()
-    other = open_storage(tmp_path, names=NameCodec(b"\x01" * 32))
-    try:
-        with other.transaction() as tx:
-            assert tx.resource("t", "r") is None
-            with pytest.raises(SealError):
-                tx.expired_leases(5_000, 10)
-    finally:
-        other.close()
+def test_another_names_key_is_refused_and_a_seal_opens_only_in_its_row(
+    location: Path | str,
+) -> None:
+    """A server started with another names key (the file lost or swapped) refuses the ledger
+    rather than find no row and fail to open every seal; a sealed value moved to another row,
+    or read under another key, does not open."""
+    storage = open_storage(location, names=NAMES)
+    storage.close()
+    with pytest.raises(StorageError, match="names key"):
+        open_storage(location, names=NameCodec(b"\x01" * 32))
     sealed = NAMES.seal(b"leases", b"row-a", b"holder")
     assert NAMES.open(b"leases", b"row-a", sealed) == b"holder"
     with pytest.raises(SealError):
         NAMES.open(b"leases", b"row-b", sealed)  # moved to another row
+    with pytest.raises(SealError):
+        NameCodec(b"\x01" * 32).open(b"leases", b"row-a", sealed)
+
+
+def test_without_the_names_key_only_the_state_is_refused(location: Path | str) -> None:
+    """`tenure apikey`, `export` and key rotation open the ledger without the names key: what
+    holds no names works, the state tables are refused with a reason."""
+    open_storage(location, names=NAMES).close()
+    tool = open_storage(location)
+    try:
+        assert tool.api_keys() == [] and tool.tree_size() == 0
+        with pytest.raises(StorageError, match="names key"), tool.transaction() as tx:
+            tx.resource("t", "r")
+    finally:
+        tool.close()

@@ -147,15 +147,9 @@ WAITERS = _WAITER + " WHERE tenant = %s AND resource = %s AND answer IS NULL ORD
 """By ``waiters_queue``: FIFO in ``seq`` order."""
 
 
-def _resource_names(names: NameCodec, found: Any) -> list[tuple[str, str]]:
-    """``tenant, resource, sealed`` rows of leases, one pair per resource, in the order found."""
-    sealed = {(bytes(t), bytes(r)): s for t, r, s in found}
-    return [rows.named(names, sealing.LEASE, (*key, s)) for key, s in sealed.items()]
-
-
 def expired_leases(conn: Conn, names: NameCodec, now: int, limit: int) -> list[tuple[str, str]]:
     """The oldest expiries first, one pair per resource."""
-    return _resource_names(names, conn.execute(EXPIRED_LEASES, (now, limit)))
+    return rows.lease_names(names, conn.execute(EXPIRED_LEASES, (now, limit)))
 
 
 def ended_lifecycles(conn: Conn, names: NameCodec, now: int, limit: int) -> list[tuple[str, str]]:
@@ -169,7 +163,7 @@ def due_scopes(conn: Conn, names: NameCodec, now: int, limit: int) -> list[tuple
 
 def scope_resources(conn: Conn, names: NameCodec, tenant: str, scope: str) -> list[str]:
     key = sealing.scope_key(names, tenant, scope)
-    return sorted(name for _, name in _resource_names(names, conn.execute(SCOPE_RESOURCES, key)))
+    return sorted(name for _, name in rows.lease_names(names, conn.execute(SCOPE_RESOURCES, key)))
 
 
 def waiters(conn: Conn, names: NameCodec, tenant: str, resource: str) -> list[WaiterRecord]:

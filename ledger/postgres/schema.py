@@ -15,7 +15,7 @@ from collections.abc import Callable
 import psycopg
 
 from ledger.names import NameCodec
-from ledger.postgres.sealed import seal_names
+from ledger.postgres.sealed import check_sealed_by, seal_names
 from ledger.storage import StorageError
 
 SCHEMA_VERSION = 3
@@ -117,6 +117,8 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], names: NameCodec | Non
                 continue  # another node applied it while this one waited
             steps[step](conn)
             conn.execute("INSERT INTO schema_version(version) VALUES (%s)", (step + 1,))
+    if names is not None:
+        check_sealed_by(conn, names)
     return _version(conn)
 
 

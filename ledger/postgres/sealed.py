@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 
 from ledger.changes import Change
-from ledger.names import NameCodec
+from ledger.names import NAMES_CHECK, NameCodec, check_key
 from ledger.sealing import CLEAR_COLUMNS, clear_changes
 
 SEALED_TABLES = """
@@ -54,3 +54,10 @@ def seal_names(conn: psycopg.Connection[Any], names: NameCodec) -> None:
     conn.execute(SEALED_TABLES)
     for change in changes:
         apply(conn, names, change)
+    conn.execute("INSERT INTO meta(key, value) VALUES (%s, %s)", (NAMES_CHECK, names.check))
+
+
+def check_sealed_by(conn: psycopg.Connection[Any], names: NameCodec) -> None:
+    """Refuse a names key other than the one that sealed this database's state."""
+    row = conn.execute("SELECT value FROM meta WHERE key = %s", (NAMES_CHECK,)).fetchone()
+    check_key(names, None if row is None else str(row[0]))

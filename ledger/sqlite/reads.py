@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 from ledger import rows, sealing
 from ledger.leases import Resource
@@ -121,18 +120,11 @@ def ended_lifecycles(
 _NAMED_LEASE = "SELECT tenant, resource, sealed FROM leases"
 
 
-def _lease_names(names: NameCodec, found: Iterable[Any]) -> list[tuple[str, str]]:
-    """``tenant, resource, sealed`` rows of leases → one ``(tenant, resource)`` per resource,
-    in the order found, each opened once."""
-    sealed = {(bytes(t), bytes(r)): s for t, r, s in found}
-    return [rows.named(names, sealing.LEASE, (*key, s)) for key, s in sealed.items()]
-
-
 def expired_leases(
     conn: sqlite3.Connection, names: NameCodec, now: int, limit: int
 ) -> list[tuple[str, str]]:
     sql = _NAMED_LEASE + " INDEXED BY leases_expires_at WHERE expires_at <= ?"
-    return _lease_names(names, conn.execute(sql + " ORDER BY expires_at LIMIT ?", (now, limit)))
+    return rows.lease_names(names, conn.execute(sql + " ORDER BY expires_at LIMIT ?", (now, limit)))
 
 
 def due_scopes(
@@ -148,7 +140,7 @@ def scope_resources(
 ) -> list[str]:
     sql = _NAMED_LEASE + " INDEXED BY leases_scope WHERE tenant = ? AND scope = ?"
     found = conn.execute(sql, sealing.scope_key(names, tenant, scope))
-    return sorted(name for _, name in _lease_names(names, found))
+    return sorted(name for _, name in rows.lease_names(names, found))
 
 
 _WAITER = f"SELECT {rows.WAITER_COLUMNS} FROM waiters"

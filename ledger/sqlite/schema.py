@@ -18,7 +18,7 @@ from pathlib import Path
 import sqlite_utils
 
 from ledger.changes import Change
-from ledger.names import NameCodec
+from ledger.names import NAMES_CHECK, NameCodec, check_key
 from ledger.sealing import CLEAR_COLUMNS, clear_changes
 from ledger.storage import StorageError
 
@@ -157,6 +157,7 @@ def seal_names(conn: sqlite3.Connection, names: NameCodec) -> None:
         conn.execute(statement)
     for change in changes:
         apply(conn, names, change)
+    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (NAMES_CHECK, names.check))
 
 
 def migrate(conn: sqlite3.Connection, names: NameCodec | None) -> int:
@@ -181,6 +182,9 @@ def migrate(conn: sqlite3.Connection, names: NameCodec | None) -> int:
             raise
     if version < NAMES_STEP <= len(steps) and version > 0:
         scrub(conn)
+    if names is not None:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (NAMES_CHECK,)).fetchone()
+        check_key(names, None if row is None else str(row[0]))
     return max(version, len(steps))
 
 
