@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -80,7 +81,8 @@ def test_a_second_node_on_the_same_database_is_refused(
 ) -> None:
     fresh_server.args = ["--database", postgres_url]
     fresh_server.start()
-    (tmp_path / "second").mkdir()
+    (tmp_path / "second").mkdir()  # with the same keys, as docs/postgres.md requires
+    shutil.copytree(fresh_server.root / "keys", tmp_path / "second" / "keys")
     second = Server(tmp_path / "second", ["--database", postgres_url])
     with pytest.raises(RuntimeError, match="another tenure node is serving"):
         second.start()

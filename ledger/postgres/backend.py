@@ -167,11 +167,11 @@ class PostgresStorage:
         timeout: float = 5.0,
         names: NameCodec | None = None,
     ) -> PostgresStorage:
-        """Open (creating and migrating the schema if needed; sealing names needs ``names``,
-        docs/decisions/0010). ``exclusive``: as the serving
+        """Open (creating and migrating the schema if needed). ``exclusive``: as the serving
         node, refused while another node serves the database. ``timeout``: seconds a write waits
-        for a connection before the storage is unavailable. Failures raise
-        :class:`StorageError` saying why, without the URL's password."""
+        for a connection before the storage is unavailable. ``names``: the names key, which the
+        state tables need and sealing an older ledger's names too (docs/decisions/0010).
+        Failures raise :class:`StorageError` saying why, without the URL's password."""
         try:
             conn = connect(url)
         except psycopg.Error as error:
