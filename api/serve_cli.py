@@ -166,15 +166,33 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
         signing_keys(keys, now_ms())  # generated once here, before any worker starts
     except OSError as error:
         return f"cannot use the key folder {keys}: {error}"
-    if args.database is None:
-        return None
-    try:  # a node with another keys folder, or an out-of-date one, is refused here
-        open_membership(args.data, args.database, keys_fingerprint(secret)).close()
-        storage = open_storage(args.database)
-        try:
-            refuse_retired(storage, signing_keys(keys, now_ms())[-1], now_ms())
-        finally:
-            storage.close()
-    except StorageError as error:
-        return f"cannot join the ledger's nodes: {error}"
+    if args.database is not None:
+        try:  # a node with another keys folder, or an out-of-date one, is refused here
+            open_membership(args.data, args.database, keys_fingerprint(secret)).close()
+            storage = open_storage(args.database)
+            try:
+                refuse_retired(storage, signing_keys(keys, now_ms())[-1], now_ms())
+            finally:
+                storage.close()
+        except StorageError as error:
+            return f"cannot join the ledger's nodes: {error}"
+    return _names_problem(args, keys)
+
+
+def _names_problem(args: argparse.Namespace, keys: Path) -> str | None:
+    """Open the ledger with the names key once, before any worker starts: an older ledger's
+    names are sealed here (docs/decisions/0010), and another key than the one that sealed
+    them is refused."""
+    from ledger.keyring import load_or_create_names_key
+    from ledger.names import NameCodec
+    from ledger.storage import StorageError, open_storage
+
+    try:
+        names = NameCodec(load_or_create_names_key(keys))
+    except OSError as error:
+        return f"cannot use the key folder {keys}: {error}"
+    try:
+        open_storage(ledger_location(args), names=names).close()
+    except (OSError, StorageError) as error:
+        return f"cannot open the ledger's names: {error}"
     return None

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ledger.calls import LeaseCall  # noqa: E402
+from ledger.names import NameCodec  # noqa: E402
 from ledger.service import LeaseService  # noqa: E402
 from ledger.storage import open_storage  # noqa: E402
 
@@ -71,7 +72,7 @@ async def drive(service: LeaseService, start: int, stop: int, batch: int, tag: s
 async def in_process(data: Path, n: int, batch: int) -> None:
     me = [os.getpid()]
     secret = secrets.token_bytes(32)
-    storage = open_storage(data)
+    storage = open_storage(data, names=NameCodec(bytes(32)))
     service = LeaseService(storage, secret)
     await service.start()
     print(f"N=0        RSS {rss_mb(me):8.1f} MB")
@@ -84,7 +85,7 @@ async def in_process(data: Path, n: int, batch: int) -> None:
     await service.stop()
     storage.close()
     began = time.monotonic()
-    storage = open_storage(data)
+    storage = open_storage(data, names=NameCodec(bytes(32)))
     service = LeaseService(storage, secret)
     await service.start()
     took = time.monotonic() - began

@@ -22,6 +22,7 @@ from ledger.storage import KeyRecord, Storage
 from verify.multikey import did_key, public_key_multibase
 
 PSEUDONYM_SECRET = "pseudonym.secret"
+NAMES_KEY = "names.key"
 
 
 def write_private(path: Path, data: bytes) -> None:
@@ -37,7 +38,16 @@ def write_private(path: Path, data: bytes) -> None:
 
 def load_or_create_secret(keys_dir: Path) -> bytes:
     """The master secret under which ledger pseudonyms are derived (DESIGN §4)."""
-    path = keys_dir / PSEUDONYM_SECRET
+    return _load_or_create(keys_dir / PSEUDONYM_SECRET)
+
+
+def load_or_create_names_key(keys_dir: Path) -> bytes:
+    """The key that seals the names of the state tables (docs/decisions/0010); losing it
+    loses the live leases' state, never the ledger."""
+    return _load_or_create(keys_dir / NAMES_KEY)
+
+
+def _load_or_create(path: Path) -> bytes:
     if not path.exists():
         write_private(path, secrets.token_bytes(32))
     data = path.read_bytes()

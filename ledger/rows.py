@@ -1,38 +1,78 @@
 """Decoding the rows both storage backends select, in the same column order (no SQL here).
 
 ``ledger/sqlite/reads.py`` and ``ledger/postgres/reads.py`` each query their own database; what a
-row of ``resources``, ``leases`` or ``waiters`` means is one thing, decoded here once.
+row of ``resources``, ``leases`` or ``waiters`` means is one thing, decoded here once. Names and
+stored answers come back out of their sealed columns (``ledger/sealing.py``, docs/decisions/0010).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
+from ledger import sealing
 from ledger.leases import Completion, Lease, Resource
-from ledger.storage import WaiterRecord
+from ledger.names import NameCodec
+from ledger.storage import RequestRecord, WaiterRecord
+
+RESOURCE_COLUMNS = (
+    "tenant, name, capacity, max_token, lifecycle_end, fingerprint, result, completed_at,"
+    " completed_fingerprint"
+)
+LEASE_COLUMNS = "tenant, resource, sealed, fencing_token, owner_digest, expires_at, lease_id"
+WAITER_COLUMNS = "waiter_id, worker, call, answer"
+REQUEST_COLUMNS = "tenant, request_id, request_digest, answer, created_at"
 
 
-def resource_row(row: Any) -> Resource:
-    """``tenant, name, capacity, max_token, lifecycle_end, fingerprint, result, completed_at,
-    completed_fingerprint`` → a Resource without its leases."""
-    tenant, name, capacity, max_token, end, fingerprint, result, done_at, done_fp = row
+def resource_row(codec: NameCodec, tenant: str, name: str, row: Any) -> Resource:
+    """A row of :data:`RESOURCE_COLUMNS` for the resource looked up as ``tenant, name``, without
+    its leases."""
+    t, n, capacity, max_token, end, fingerprint, result, done_at, done_fp = row
     completion = None
     if done_at is not None:
-        completion = Completion(json.loads(result), done_at, blob(done_fp))
+        clear = codec.open(sealing.RESOURCE_RESULT, bytes(t) + bytes(n), bytes(result))
+        completion = Completion(json.loads(clear), done_at, blob(done_fp))
     return Resource(tenant, name, capacity, max_token, end, blob(fingerprint), completion)
 
 
-def lease_row(row: Any) -> Lease:
-    """``holder, fencing_token, owner_digest, expires_at, scope, lease_id`` → a Lease."""
-    holder, token, digest, expires, scope, lease_id = row
+def lease_row(codec: NameCodec, row: Any) -> Lease:
+    """A row of :data:`LEASE_COLUMNS` → a Lease (holder and scope from ``sealed``)."""
+    t, r, sealed, token, digest, expires, lease_id = row
+    _, _, holder, scope = codec.open_json(sealing.LEASE, bytes(t) + bytes(r), bytes(sealed))
     return Lease(holder, token, bytes(digest), expires, scope, lease_id)
 
 
-def waiter_row(row: Any) -> WaiterRecord:
-    """``waiter_id, worker, call, answer`` (JSON texts) → a WaiterRecord."""
-    answer = None if row[3] is None else json.loads(row[3])
-    return WaiterRecord(row[0], row[1], json.loads(row[2]), answer)
+def named(codec: NameCodec, table: bytes, row: Any) -> tuple[str, str]:
+    """``tenant, key, sealed`` of ``resources``, ``leases`` or ``scopes`` → the clear
+    ``(tenant, name)`` (of a lease: its resource's)."""
+    t, key, sealed = row
+    opened = codec.open_json(table, bytes(t) + bytes(key), bytes(sealed))
+    return str(opened[0]), str(opened[1])
+
+
+def lease_names(codec: NameCodec, found: Iterable[Any]) -> list[tuple[str, str]]:
+    """``tenant, resource, sealed`` rows of ``leases`` → one clear ``(tenant, resource)`` per
+    resource, in the order found, each opened once."""
+    sealed = {(bytes(t), bytes(r)): s for t, r, s in found}
+    return [named(codec, sealing.LEASE, (*key, s)) for key, s in sealed.items()]
+
+
+def request_row(codec: NameCodec, row: Any) -> RequestRecord:
+    """A row of :data:`REQUEST_COLUMNS` → the record, its answer opened."""
+    t, q, digest, answer, created_at = row
+    clear = codec.open(sealing.REQUEST, bytes(t) + bytes(q), bytes(answer))
+    return RequestRecord(bytes(digest), json.loads(clear), created_at)
+
+
+def waiter_row(codec: NameCodec, row: Any) -> WaiterRecord:
+    """A row of :data:`WAITER_COLUMNS` (call and answer sealed) → a WaiterRecord."""
+    waiter_id, worker, call, answer = row
+    ad = str(waiter_id).encode()
+    opened = None if answer is None else json.loads(codec.open(sealing.WAITER_ANSWER, ad, answer))
+    return WaiterRecord(
+        waiter_id, worker, json.loads(codec.open(sealing.WAITER_CALL, ad, call)), opened
+    )
 
 
 def blob(value: bytes | None) -> bytes | None:

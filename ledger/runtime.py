@@ -24,6 +24,7 @@ from ledger import rotation
 from ledger.calls import Limits, now_ms
 from ledger.keyring import (
     keys_fingerprint,
+    load_or_create_names_key,
     load_or_create_secret,
     load_signing_keys,
     newest_key_file,
@@ -32,6 +33,7 @@ from ledger.keyring import (
 )
 from ledger.log import LogReader, SignedCheckpoint
 from ledger.membership import Membership, open_membership
+from ledger.names import NameCodec
 from ledger.provenance import Issuer
 from ledger.service import LeaseService
 from ledger.signer import Signer
@@ -97,7 +99,8 @@ class Runtime:
     def open(cls, config: RuntimeConfig) -> Runtime:
         """Open the storage (``config.database``, else ``config.data_dir``) as the serving
         process and wire everything over it."""
-        storage = open_storage(config.database or config.data_dir)
+        names = NameCodec(load_or_create_names_key(config.keys_dir))
+        storage = open_storage(config.database or config.data_dir, names=names)
         try:
             return cls(config, storage)
         except BaseException:

@@ -17,10 +17,13 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.changes import Change, PutCheckpoint
 from ledger.leases import Resource
+
+if TYPE_CHECKING:
+    from ledger.names import NameCodec
 
 CheckpointRecord = PutCheckpoint
 """A stored signed checkpoint: what :class:`PutCheckpoint` stored is what is read back."""
@@ -215,17 +218,20 @@ class Storage(Protocol):
     def close(self) -> None: ...
 
 
-def open_storage(location: Path | str) -> Storage:
+def open_storage(location: Path | str, *, names: NameCodec | None = None) -> Storage:
     """The ledger's backend: a ``postgresql://`` URL opens PostgreSQL (``ledger/postgres/``),
-    anything else is the SQLite folder (created if needed)."""
+    anything else is the SQLite folder (created if needed). ``names``: the names key's codec
+    (docs/decisions/0010);
+    without it the state tables (leases, resources, waits) cannot be read or written, and a
+    ledger whose names are not sealed yet stays as it is."""
     if is_database_url(location):
         _require_psycopg()
         from ledger.postgres import PostgresStorage
 
-        return PostgresStorage.open(str(location))
+        return PostgresStorage.open(str(location), names=names)
     from ledger.sqlite import SQLiteStorage
 
-    return SQLiteStorage.open(Path(location))
+    return SQLiteStorage.open(Path(location), names)
 
 
 def storage_exists(location: Path | str) -> bool:

@@ -13,6 +13,7 @@ from ledger.calls import LeaseCall
 from ledger.lru import LRU
 from ledger.service import LeaseService
 from ledger.storage import open_storage
+from tests.names_key import NAMES
 
 SECRET = b"s" * 32
 
@@ -30,7 +31,7 @@ def test_evicted_resources_continue_their_tokens_after_a_restart(tmp_path: Path)
     names = [f"r{n}" for n in range(200)]
 
     async def run(rounds: int) -> list[int]:
-        storage = open_storage(tmp_path)
+        storage = open_storage(tmp_path, names=NAMES)
         service = LeaseService(storage, SECRET)
         await service.start()
         for _ in range(rounds):
@@ -51,7 +52,7 @@ def test_evicted_resources_continue_their_tokens_after_a_restart(tmp_path: Path)
 
 def test_memory_does_not_grow_with_resources_ever_seen(tmp_path: Path) -> None:
     async def scenario() -> list[int]:
-        storage = open_storage(tmp_path)
+        storage = open_storage(tmp_path, names=NAMES)
         service = LeaseService(storage, SECRET)
         await service.start()
         sizes = []

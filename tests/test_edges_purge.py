@@ -7,24 +7,28 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
+from ledger import sealing
 from ledger.calls import LeaseCall, Limits
 from ledger.service import LeaseService
 from ledger.storage import open_storage
+from tests.names_key import NAMES
 
 SECRET = b"s" * 32
 START = 1_800_000_000_000
 
 
 def stored_results(data: Path) -> list[object]:
+    """The results stored in the resources table, opened (they are sealed at rest)."""
     with sqlite3.connect(data / "tenure.db") as conn:
-        return [row[0] for row in conn.execute("SELECT result FROM resources")]
+        rows = conn.execute("SELECT tenant, name, result FROM resources WHERE result IS NOT NULL")
+        return [NAMES.open(sealing.RESOURCE_RESULT, t + n, r).decode() for t, n, r in rows]
 
 
 def test_a_completed_result_is_purged_when_its_lifecycle_ends(tmp_path: Path) -> None:
     now = [START]
 
     async def scenario() -> None:
-        storage = open_storage(tmp_path)
+        storage = open_storage(tmp_path, names=NAMES)
         limits = Limits(lifecycle_seconds=60)
         service = LeaseService(storage, SECRET, limits=limits, clock=lambda: now[0])
         await service.start()
@@ -52,7 +56,7 @@ def test_the_purge_survives_a_restart(tmp_path: Path) -> None:
     now = [START]
 
     async def run(step: str) -> None:
-        storage = open_storage(tmp_path)
+        storage = open_storage(tmp_path, names=NAMES)
         limits = Limits(lifecycle_seconds=60)
         service = LeaseService(storage, SECRET, limits=limits, clock=lambda: now[0])
         await service.start()

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ledger.keyring import load_or_create_secret, signing_keys
-from ledger.sqlite.store import DB_NAME, open_db
+from ledger.keyring import load_or_create_names_key, load_or_create_secret, signing_keys
+from ledger.sqlite.schema import DB_NAME, open_db
 from tests.conftest import ROOT
 
 
@@ -21,9 +21,10 @@ def mode(path: Path) -> int:
 def test_data_and_keys_are_private(tmp_path: Path) -> None:
     old = os.umask(0o022)  # a usual umask: files 0644 and folders 0755 unless tenure says so
     try:
-        conn = open_db(tmp_path / "data")
+        conn, _ = open_db(tmp_path / "data", None)
         conn.execute("INSERT INTO meta(key, value) VALUES ('probe', 'x')")  # the WAL exists now
         load_or_create_secret(tmp_path / "keys")
+        load_or_create_names_key(tmp_path / "keys")
         signing_keys(tmp_path / "keys", 0)
     finally:
         os.umask(old)

@@ -22,11 +22,12 @@ from ledger.postgres import PostgresStorage
 from ledger.postgres.connection import redact
 from ledger.postgres.schema import SCHEMA_VERSION
 from ledger.storage import StorageError, open_storage, storage_exists
+from tests.names_key import NAMES
 
 
 @pytest.fixture
 def storage(postgres_url: str) -> Iterator[PostgresStorage]:
-    opened = PostgresStorage.open(postgres_url)
+    opened = PostgresStorage.open(postgres_url, names=NAMES)
     with opened.transaction() as tx:
         tx.apply(AppendEntry(0, b'{"e":0}'))
         tx.apply(PutNodes(((0, 0, b"n" * 32),)))
@@ -58,7 +59,7 @@ def test_commits_are_durable_even_where_the_database_default_is_not(postgres_url
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         name = sql.Identifier(admin.info.dbname)
         admin.execute(sql.SQL("ALTER DATABASE {} SET synchronous_commit = off").format(name))
-    storage = PostgresStorage.open(postgres_url)
+    storage = PostgresStorage.open(postgres_url, names=NAMES)
     try:
         with storage.transaction() as tx:
             row = tx.conn.execute("SHOW synchronous_commit").fetchone()
@@ -69,15 +70,15 @@ def test_commits_are_durable_even_where_the_database_default_is_not(postgres_url
 
 def test_the_schema_is_migrated_once_and_its_versions_recorded(postgres_url: str) -> None:
     assert storage_exists(postgres_url) is False
-    open_storage(postgres_url).close()
-    open_storage(postgres_url).close()
+    open_storage(postgres_url, names=NAMES).close()
+    open_storage(postgres_url, names=NAMES).close()
     assert storage_exists(postgres_url) is True
     with psycopg.connect(postgres_url) as conn:
         versions = conn.execute("SELECT version FROM schema_version").fetchall()
         conn.execute("INSERT INTO schema_version(version) VALUES (%s)", (SCHEMA_VERSION + 1,))
     assert versions == [(step,) for step in range(1, SCHEMA_VERSION + 1)]
     with pytest.raises(StorageError, match="newer than this server"):
-        open_storage(postgres_url)
+        open_storage(postgres_url, names=NAMES)
 
 
 def test_several_nodes_open_one_database_and_their_writes_take_turns(postgres_url: str) -> None:
@@ -122,7 +123,7 @@ def test_an_unreachable_database_is_a_storage_error_without_the_password(
 ) -> None:
     url = f"postgresql://tenure:s3cret@/nowhere?host={tmp_path}&connect_timeout=1"
     with pytest.raises(StorageError) as failed:
-        open_storage(url)
+        open_storage(url, names=NAMES)
     assert "s3cret" not in str(failed.value) and "***" in str(failed.value)
     assert redact("postgresql://u:pw@db.example:5432/t") == "postgresql://u:***@db.example:5432/t"
     assert redact("postgresql://u@db/t") == "postgresql://u@db/t"

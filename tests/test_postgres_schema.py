@@ -12,6 +12,7 @@ from ledger.changes import AddWaiter, ArmDeadMan, PutLease
 from ledger.postgres import reads
 from ledger.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from ledger.storage import open_storage
+from tests.names_key import NAMES
 
 
 def test_a_version_1_ledger_is_migrated_to_2_keeping_its_rows(postgres_url: str) -> None:
@@ -24,7 +25,7 @@ def test_a_version_1_ledger_is_migrated_to_2_keeping_its_rows(postgres_url: str)
             "INSERT INTO leases VALUES ('t', 'r', 1, 'w', '\\x00', 5000, 'job', 0)"
         )  # fmt: skip
         conn.execute("INSERT INTO scopes VALUES ('t', 'job', 10, 100)")
-    storage = open_storage(postgres_url)
+    storage = open_storage(postgres_url, names=NAMES)
     try:
         with storage.transaction() as tx:
             assert tx.expired_leases(5_000, 10) == [("t", "r")]
@@ -47,8 +48,8 @@ def test_a_version_1_ledger_is_migrated_to_2_keeping_its_rows(postgres_url: str)
         (reads.LIVE_LEASES, (5_000,), "leases_expires_at"),
         (reads.DUE_SCOPES, (5_000, 1000), "scopes_deadline"),
         (reads.ENDED_LIFECYCLES, (5_000, 1000), "resources_lifecycle_end"),
-        (reads.SCOPE_RESOURCES, ("t", "job"), "leases_scope"),
-        (reads.WAITERS, ("t", "r"), "waiters_queue"),
+        (reads.SCOPE_RESOURCES, (b"t", b"job"), "leases_scope"),
+        (reads.WAITERS, (b"t", b"r"), "waiters_queue"),
     ],
 )
 def test_the_sweeper_and_scope_queries_can_use_their_index(
@@ -56,7 +57,7 @@ def test_the_sweeper_and_scope_queries_can_use_their_index(
 ) -> None:
     """With sequential scans priced out, each query's plan is its index: the expression
     and partial indexes match the queries as written (a mismatch would scan every row)."""
-    storage = open_storage(postgres_url)
+    storage = open_storage(postgres_url, names=NAMES)
     try:
         with storage.transaction() as tx:
             tx.apply(PutLease("t", "r", 1, "w", b"d" * 32, 5_000, "job", 0))

@@ -17,6 +17,7 @@ from ledger.calls import LeaseCall
 from ledger.service import LeaseService
 from ledger.storage import open_storage
 from tests.conftest import lease, rid
+from tests.names_key import NAMES
 
 T0 = 1_800_000_000_000
 
@@ -80,7 +81,7 @@ def test_a_replay_never_claims_a_lease_that_has_ended(app: tuple[TestClient, Clo
 
 def test_a_grant_served_to_a_waiter_replays_its_token(tmp_path: Path) -> None:
     async def scenario() -> None:
-        storage = open_storage(tmp_path)
+        storage = open_storage(tmp_path, names=NAMES)
         service = LeaseService(storage, b"s" * 32, clock=Clock())
         await service.start()
         held = await service.lease(LeaseCall("acquire", "t", "r", holder="a"))

@@ -21,6 +21,7 @@ from ledger.calls import LeaseCall, Limits
 from ledger.service import LeaseService
 from ledger.storage import open_storage
 from tests.conftest import lease, rid
+from tests.names_key import NAMES
 
 T0 = 1_800_000_000_000
 DAY_MS = 86_400_000
@@ -36,7 +37,7 @@ class Clock:
 
 @asynccontextmanager
 async def service(tmp_path: Path, clock: Clock, **limits: int) -> AsyncIterator[LeaseService]:
-    storage = open_storage(tmp_path / "data")
+    storage = open_storage(tmp_path / "data", names=NAMES)
     lease_service = LeaseService(storage, b"s" * 32, Limits(**limits), clock)
     await lease_service.start()
     try:

@@ -16,6 +16,7 @@ from ledger.calls import LeaseCall, StorageUnavailable
 from ledger.runtime import Runtime, RuntimeConfig
 from ledger.storage import Storage, Transaction, open_storage
 from tests.conftest import ROOT
+from tests.names_key import NAMES
 
 FRONT = """
 import asyncio, json, sys
@@ -69,7 +70,7 @@ class Flaky:
 
 def start_runtime(tmp_path: Path, clock: Callable[[], int]) -> tuple[Runtime, Flaky]:
     config = RuntimeConfig(tmp_path / "data", tmp_path / "keys", sweep_interval=0.005, clock=clock)
-    flaky = Flaky(open_storage(config.data_dir))
+    flaky = Flaky(open_storage(config.data_dir, names=NAMES))
     return Runtime(config, flaky), flaky  # type: ignore[arg-type]
 
 

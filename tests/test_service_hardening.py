@@ -17,8 +17,9 @@ from api.tenancy import RateLimiter
 from ledger.answers import REDACTED, redact
 from ledger.calls import LeaseCall, StorageUnavailable
 from ledger.service import LeaseService
-from ledger.sqlite.store import DB_NAME
+from ledger.sqlite.schema import DB_NAME
 from ledger.storage import open_storage
+from tests.names_key import NAMES
 
 SECRET = b"s" * 32
 
@@ -37,7 +38,7 @@ def call(op: str, resource: str = "r", **fields: object) -> LeaseCall:
 
 def test_a_grant_served_from_the_queue_replays_its_request_id(tmp_path: Path) -> None:
     async def scenario() -> None:
-        storage = open_storage(tmp_path)
+        storage = open_storage(tmp_path, names=NAMES)
         service = LeaseService(storage, SECRET, clock=Clock())
         await service.start()
         held = await service.lease(call("acquire", holder="a"))
@@ -62,7 +63,7 @@ def test_the_sweeper_expires_requests_and_fires_dead_men_exactly_when_due(tmp_pa
     async def scenario() -> None:
         clock = Clock()
         start = clock.now
-        storage = open_storage(tmp_path)
+        storage = open_storage(tmp_path, names=NAMES)
         service = LeaseService(storage, SECRET, clock=clock)
         await service.start()
         first = await service.lease(call("acquire", "a", holder="w", request_id="q1", scope="s"))
@@ -95,7 +96,7 @@ def test_the_sweeper_expires_requests_and_fires_dead_men_exactly_when_due(tmp_pa
 
 def test_the_sweeper_queries_by_index(tmp_path: Path) -> None:
     """Finding what is due never scans a table: SQLite's plan names the indexes."""
-    open_storage(tmp_path).close()
+    open_storage(tmp_path, names=NAMES).close()
     conn = sqlite3.connect(tmp_path / DB_NAME)
     plans = {
         "SELECT tenant, resource FROM leases INDEXED BY leases_expires_at WHERE expires_at <= 1"
@@ -137,7 +138,7 @@ def test_redaction_covers_the_usual_secret_names() -> None:
 
 def test_waiters_get_storage_unavailable_during_recovery(tmp_path: Path) -> None:
     async def scenario() -> None:
-        storage = open_storage(tmp_path)
+        storage = open_storage(tmp_path, names=NAMES)
         service = LeaseService(storage, SECRET, clock=Clock())
         await service.start()
         await service.lease(call("acquire", holder="a"))

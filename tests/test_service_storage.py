@@ -14,6 +14,7 @@ from ledger.calls import LeaseCall, StorageUnavailable
 from ledger.service import LeaseService
 from ledger.storage import open_storage
 from tests.conftest import Server, lease, rid
+from tests.names_key import NAMES
 
 SECRET = b"s" * 32
 DISK_FULL = (
@@ -32,7 +33,7 @@ def acquire(resource: str, holder: str = "w") -> LeaseCall:
 
 def test_failed_commit_answers_unknown_leaves_nothing_and_recovers(tmp_path: Path) -> None:
     async def scenario() -> None:
-        storage = open_storage(tmp_path)
+        storage = open_storage(tmp_path, names=NAMES)
         conn = operator(tmp_path)
         service = LeaseService(storage, SECRET)
         await service.start()
@@ -65,7 +66,7 @@ def test_failed_commit_answers_unknown_leaves_nothing_and_recovers(tmp_path: Pat
 
 def test_state_and_tokens_survive_a_restart(tmp_path: Path) -> None:
     async def run(resource: str) -> int:
-        storage = open_storage(tmp_path)
+        storage = open_storage(tmp_path, names=NAMES)
         service = LeaseService(storage, SECRET)
         await service.start()
         answer = await service.lease(acquire(resource, holder=rid()))
@@ -97,7 +98,7 @@ def test_a_failed_sweep_recovers_and_records_the_expiry_again(tmp_path: Path) ->
     now = [1_800_000_000_000]
 
     async def scenario() -> None:
-        storage = open_storage(tmp_path)
+        storage = open_storage(tmp_path, names=NAMES)
         conn = operator(tmp_path)
         service = LeaseService(storage, SECRET, clock=lambda: now[0])
         await service.start()  # no runtime, so no periodic sweeper: the test sweeps by hand

@@ -46,6 +46,7 @@ from ledger.storage import (
     WaiterRecord,
     open_storage,
 )
+from tests.names_key import NAMES
 
 Location = Callable[[pytest.FixtureRequest, Path], "Path | str"]
 
@@ -69,7 +70,7 @@ def reopen(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[
     opened: list[Storage] = []
 
     def open_again() -> Storage:
-        opened.append(open_storage(location))
+        opened.append(open_storage(location, names=NAMES))
         return opened[-1]
 
     yield open_again

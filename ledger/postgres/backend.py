@@ -27,6 +27,7 @@ from psycopg_pool import ConnectionPool
 
 from ledger.changes import Change
 from ledger.leases import Resource
+from ledger.names import NameCodec, needs_names
 from ledger.postgres import reads, store
 from ledger.postgres.connection import (
     CONNECT_TIMEOUT,
@@ -37,7 +38,7 @@ from ledger.postgres.connection import (
     is_database_url,
     redact,
 )
-from ledger.postgres.schema import has_ledger, migrate
+from ledger.postgres.schema import NAMES_STEP, has_ledger, migrate
 from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
@@ -64,11 +65,16 @@ def exists(url: str) -> bool:
 class PostgresTransaction:
     """One write transaction holding the ``log_head`` row lock."""
 
-    def __init__(self, conn: Conn) -> None:
+    def __init__(self, conn: Conn, names: NameCodec | None) -> None:
         self.conn = conn
+        self._names_or_none = names
+
+    @property
+    def _names(self) -> NameCodec:
+        return needs_names(self._names_or_none)
 
     def apply(self, change: Change) -> None:
-        store.apply(self.conn, change)
+        store.apply(self.conn, self._names, change)
 
     def tree_size(self) -> int:
         return reads.tree_size(self.conn)
@@ -77,28 +83,28 @@ class PostgresTransaction:
         return reads.node(self.conn, level, index)
 
     def resource(self, tenant: str, name: str) -> Resource | None:
-        return reads.resource(self.conn, tenant, name)
+        return reads.resource(self.conn, self._names, tenant, name)
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
-        return reads.request(self.conn, tenant, request_id)
+        return reads.request(self.conn, self._names, tenant, request_id)
 
     def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.expired_leases(self.conn, now, limit)
+        return reads.expired_leases(self.conn, self._names, now, limit)
 
     def ended_lifecycles(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.ended_lifecycles(self.conn, now, limit)
+        return reads.ended_lifecycles(self.conn, self._names, now, limit)
 
     def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.due_scopes(self.conn, now, limit)
+        return reads.due_scopes(self.conn, self._names, now, limit)
 
     def scope_resources(self, tenant: str, scope: str) -> list[str]:
-        return reads.scope_resources(self.conn, tenant, scope)
+        return reads.scope_resources(self.conn, self._names, tenant, scope)
 
     def waiters(self, tenant: str, resource: str) -> list[WaiterRecord]:
-        return reads.waiters(self.conn, tenant, resource)
+        return reads.waiters(self.conn, self._names, tenant, resource)
 
     def waiter(self, waiter_id: str) -> WaiterRecord | None:
-        return reads.waiter(self.conn, waiter_id)
+        return reads.waiter(self.conn, self._names, waiter_id)
 
     def waiter_workers(self) -> list[str]:
         return reads.waiter_workers(self.conn)
@@ -135,23 +141,28 @@ class PostgresSnapshot:
 class PostgresStorage:
     """The ledger in the PostgreSQL database at ``url``."""
 
-    def __init__(self, url: str, pool: ConnectionPool[Conn]):
+    def __init__(self, url: str, pool: ConnectionPool[Conn], names: NameCodec | None = None):
         self.url = url
+        self._names = names
         self._pool = pool
         self._reader = Reader(url)
 
     @classmethod
-    def open(cls, url: str, *, timeout: float = 5.0) -> PostgresStorage:
+    def open(
+        cls, url: str, *, timeout: float = 5.0, names: NameCodec | None = None
+    ) -> PostgresStorage:
         """Open (creating and migrating the schema if needed; nodes starting together wait
         for each other). ``timeout``: seconds a write waits for a connection before the storage
-        is unavailable. Failures raise :class:`StorageError` saying why, without the URL's
-        password."""
+        is unavailable. ``names``: the names key, which the state tables need and sealing an
+        older ledger's names too (docs/decisions/0010). Failures raise :class:`StorageError`
+        saying why, without the URL's password."""
         try:
             with connect(url) as conn:
-                migrate(conn)
+                version = migrate(conn, names)
         except psycopg.Error as error:
             raise StorageError(f"cannot open the ledger in {redact(url)}: {error}") from error
-        return cls(url, _pool(url, timeout))
+        sealed = names if version >= NAMES_STEP else None
+        return cls(url, _pool(url, timeout), sealed)
 
     def check_writable(self) -> None:
         """Take and drop the log-head lock: raises :class:`StorageError` if writes are refused."""
@@ -163,7 +174,7 @@ class PostgresStorage:
         try:
             with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
                 store.lock_head(conn)
-                yield PostgresTransaction(conn)
+                yield PostgresTransaction(conn, self._names)
         except psycopg.Error as error:
             raise StorageError(f"the ledger database refused a write: {error}") from error
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 
+from ledger import rows, sealing
 from ledger.leases import Resource
-from ledger.rows import lease_row, resource_row, waiter_row
+from ledger.names import NameCodec
 from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
@@ -21,11 +21,8 @@ from ledger.storage import (
 Conn = psycopg.Connection[Any]
 
 _CHECKPOINT = "SELECT tree_size, root_hash, timestamp, note, key_did FROM checkpoints"
-_RESOURCE = (
-    "SELECT tenant, name, capacity, max_token, lifecycle_end, fingerprint, result, completed_at,"
-    " completed_fingerprint FROM resources"
-)
-_LEASE = "SELECT holder, fencing_token, owner_digest, expires_at, scope, lease_id FROM leases"
+_RESOURCE = f"SELECT {rows.RESOURCE_COLUMNS} FROM resources"
+_LEASE = f"SELECT {rows.LEASE_COLUMNS} FROM leases"
 
 
 def tree_size(conn: Conn) -> int:
@@ -103,21 +100,20 @@ def log_id(conn: Conn) -> str:
     return str(row[0])
 
 
-def request(conn: Conn, tenant: str, request_id: str) -> RequestRecord | None:
-    sql = "SELECT request_digest, answer, created_at FROM idempotency"
-    row = conn.execute(
-        sql + " WHERE tenant = %s AND request_id = %s", (tenant, request_id)
-    ).fetchone()
-    return None if row is None else RequestRecord(bytes(row[0]), json.loads(row[1]), row[2])
+def request(conn: Conn, names: NameCodec, tenant: str, request_id: str) -> RequestRecord | None:
+    sql = f"SELECT {rows.REQUEST_COLUMNS} FROM idempotency WHERE tenant = %s AND request_id = %s"
+    row = conn.execute(sql, sealing.request_key(names, tenant, request_id)).fetchone()
+    return None if row is None else rows.request_row(names, row)
 
 
-def resource(conn: Conn, tenant: str, name: str) -> Resource | None:
-    row = conn.execute(_RESOURCE + " WHERE tenant = %s AND name = %s", (tenant, name)).fetchone()
+def resource(conn: Conn, names: NameCodec, tenant: str, name: str) -> Resource | None:
+    key = sealing.resource_key(names, tenant, name)
+    row = conn.execute(_RESOURCE + " WHERE tenant = %s AND name = %s", key).fetchone()
     if row is None:
         return None
-    found = resource_row(row)
+    found = rows.resource_row(names, tenant, name, row)
     where = " WHERE tenant = %s AND resource = %s ORDER BY fencing_token"
-    found.leases.extend(map(lease_row, conn.execute(_LEASE + where, (tenant, name))))
+    found.leases.extend(rows.lease_row(names, lease) for lease in conn.execute(_LEASE + where, key))
     return found
 
 
@@ -134,51 +130,51 @@ def live_leases(conn: Conn, now: int) -> int:
     return 0 if row is None else int(row[0])
 
 
-EXPIRED_LEASES = (
-    "SELECT tenant, resource FROM leases WHERE expires_at <= %s ORDER BY expires_at LIMIT %s"
-)
-"""By the index ``leases_expires_at`` (schema step 2), as each query below names its index."""
+_NAMED = "SELECT tenant, resource, sealed FROM leases"
+EXPIRED_LEASES = _NAMED + " WHERE expires_at <= %s ORDER BY expires_at LIMIT %s"
+"""By the index ``leases_expires_at`` (schema step 2), as each query below names its index;
+a lease's sealed column gives its resource's name (docs/decisions/0010)."""
 ENDED_LIFECYCLES = (
-    "SELECT tenant, name FROM resources WHERE lifecycle_end IS NOT NULL AND lifecycle_end <= %s"
-    " ORDER BY lifecycle_end LIMIT %s"
+    "SELECT tenant, name, sealed FROM resources WHERE lifecycle_end IS NOT NULL"
+    " AND lifecycle_end <= %s ORDER BY lifecycle_end LIMIT %s"
 )
-DUE_SCOPES = "SELECT tenant, scope FROM scopes WHERE last_beat + dead_ms <= %s LIMIT %s"
+DUE_SCOPES = "SELECT tenant, scope, sealed FROM scopes WHERE last_beat + dead_ms <= %s LIMIT %s"
 """By ``scopes_deadline``, an index on the expression ``last_beat + dead_ms``."""
-SCOPE_RESOURCES = (
-    "SELECT DISTINCT resource FROM leases WHERE tenant = %s AND scope = %s ORDER BY resource"
-)
+SCOPE_RESOURCES = _NAMED + " WHERE tenant = %s AND scope = %s"
 """By ``leases_scope`` (partial: ``scope IS NOT NULL``)."""
-_WAITER = "SELECT waiter_id, worker, call, answer FROM waiters"
+_WAITER = f"SELECT {rows.WAITER_COLUMNS} FROM waiters"
 WAITERS = _WAITER + " WHERE tenant = %s AND resource = %s AND answer IS NULL ORDER BY seq"
 """By ``waiters_queue``: FIFO in ``seq`` order."""
 
 
-def expired_leases(conn: Conn, now: int, limit: int) -> list[tuple[str, str]]:
+def expired_leases(conn: Conn, names: NameCodec, now: int, limit: int) -> list[tuple[str, str]]:
     """The oldest expiries first, one pair per resource."""
-    rows = conn.execute(EXPIRED_LEASES, (now, limit))
-    return list(dict.fromkeys((str(t), str(r)) for t, r in rows))
+    return rows.lease_names(names, conn.execute(EXPIRED_LEASES, (now, limit)))
 
 
-def ended_lifecycles(conn: Conn, now: int, limit: int) -> list[tuple[str, str]]:
-    return [(str(t), str(n)) for t, n in conn.execute(ENDED_LIFECYCLES, (now, limit))]
+def ended_lifecycles(conn: Conn, names: NameCodec, now: int, limit: int) -> list[tuple[str, str]]:
+    found = conn.execute(ENDED_LIFECYCLES, (now, limit))
+    return [rows.named(names, sealing.RESOURCE_NAME, row) for row in found]
 
 
-def due_scopes(conn: Conn, now: int, limit: int) -> list[tuple[str, str]]:
-    return [(str(t), str(s)) for t, s in conn.execute(DUE_SCOPES, (now, limit))]
+def due_scopes(conn: Conn, names: NameCodec, now: int, limit: int) -> list[tuple[str, str]]:
+    return [rows.named(names, sealing.SCOPE, row) for row in conn.execute(DUE_SCOPES, (now, limit))]
 
 
-def scope_resources(conn: Conn, tenant: str, scope: str) -> list[str]:
-    return [str(r) for (r,) in conn.execute(SCOPE_RESOURCES, (tenant, scope))]
+def scope_resources(conn: Conn, names: NameCodec, tenant: str, scope: str) -> list[str]:
+    key = sealing.scope_key(names, tenant, scope)
+    return sorted(name for _, name in rows.lease_names(names, conn.execute(SCOPE_RESOURCES, key)))
 
 
-def waiters(conn: Conn, tenant: str, resource: str) -> list[WaiterRecord]:
+def waiters(conn: Conn, names: NameCodec, tenant: str, resource: str) -> list[WaiterRecord]:
     """The resource's waiters not yet granted, FIFO (``seq``)."""
-    return [waiter_row(row) for row in conn.execute(WAITERS, (tenant, resource))]
+    key = sealing.resource_key(names, tenant, resource)
+    return [rows.waiter_row(names, row) for row in conn.execute(WAITERS, key)]
 
 
-def waiter(conn: Conn, waiter_id: str) -> WaiterRecord | None:
+def waiter(conn: Conn, names: NameCodec, waiter_id: str) -> WaiterRecord | None:
     row = conn.execute(_WAITER + " WHERE waiter_id = %s", (waiter_id,)).fetchone()
-    return None if row is None else waiter_row(row)
+    return None if row is None else rows.waiter_row(names, row)
 
 
 def waiter_workers(conn: Conn) -> list[str]:

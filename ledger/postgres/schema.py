@@ -14,9 +14,13 @@ from collections.abc import Callable
 
 import psycopg
 
+from ledger.names import NameCodec
+from ledger.postgres.sealed import check_sealed_by, seal_names
 from ledger.storage import StorageError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+NAMES_STEP = 3
+"""The step that seals names (docs/decisions/0010): it needs the names key to run."""
 MIGRATION_LOCK = 0x7465_6E75_7265_0001  # pg_advisory_xact_lock key: "tenure" + 1
 """Held while migrating, so nodes starting together create the schema once."""
 
@@ -90,25 +94,32 @@ def _v2(conn: psycopg.Connection[tuple[object, ...]]) -> None:
 
 
 MIGRATIONS: list[Callable[[psycopg.Connection[tuple[object, ...]]], None]] = [_v1, _v2]
+"""The steps that need no key; :data:`NAMES_STEP` (``ledger/postgres/sealed.py``) follows."""
 
 
-def migrate(conn: psycopg.Connection[tuple[object, ...]]) -> int:
+def migrate(conn: psycopg.Connection[tuple[object, ...]], names: NameCodec | None = None) -> int:
     """Bring the schema to SCHEMA_VERSION, each step in its own transaction and recorded in
-    ``schema_version``; an advisory lock makes concurrent starts wait for each other."""
+    ``schema_version``; an advisory lock makes concurrent starts wait for each other. The step
+    that seals names runs only with ``names``; the version reached is returned."""
+    steps = list(MIGRATIONS)
+    if names is not None:
+        steps.append(lambda conn: seal_names(conn, names))
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_version(version integer PRIMARY KEY,"
             " applied_at timestamptz NOT NULL DEFAULT now())"
         )
-    for step in range(_version(conn), SCHEMA_VERSION):
+    for step in range(_version(conn), len(steps)):
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             if _version(conn) != step:
                 continue  # another node applied it while this one waited
-            MIGRATIONS[step](conn)
+            steps[step](conn)
             conn.execute("INSERT INTO schema_version(version) VALUES (%s)", (step + 1,))
-    return SCHEMA_VERSION
+    if names is not None:
+        check_sealed_by(conn, names)
+    return _version(conn)
 
 
 def _version(conn: psycopg.Connection[tuple[object, ...]]) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 
+from ledger import sealing
 from ledger.changes import (
     AddWaiter,
     AppendEntry,
@@ -30,20 +31,23 @@ from ledger.changes import (
     SetLeaseExpiry,
     row,
 )
+from ledger.names import NameCodec
 
 Conn = psycopg.Connection[Any]
 
 _LEASE_KEY = "WHERE tenant = %s AND resource = %s AND fencing_token = %s"
 _PUT_RESOURCE = (
-    "INSERT INTO resources(tenant, name, capacity, max_token, lifecycle_end, fingerprint, result,"
-    " completed_at, completed_fingerprint) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-    " ON CONFLICT (tenant, name) DO UPDATE SET capacity = EXCLUDED.capacity,"
+    "INSERT INTO resources(tenant, name, sealed, capacity, max_token, lifecycle_end, fingerprint,"
+    " result, completed_at, completed_fingerprint)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT (tenant, name) DO UPDATE SET sealed = EXCLUDED.sealed,"
+    " capacity = EXCLUDED.capacity,"
     " max_token = EXCLUDED.max_token, lifecycle_end = EXCLUDED.lifecycle_end,"
     " fingerprint = EXCLUDED.fingerprint, result = EXCLUDED.result,"
     " completed_at = EXCLUDED.completed_at, completed_fingerprint = EXCLUDED.completed_fingerprint"
 )
 _PUT_LEASE = (
-    "INSERT INTO leases(tenant, resource, fencing_token, holder, owner_digest, expires_at, scope,"
+    "INSERT INTO leases(tenant, resource, fencing_token, sealed, owner_digest, expires_at, scope,"
     " lease_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
 )
 _REMEMBER = (
@@ -53,8 +57,9 @@ _REMEMBER = (
     " created_at = EXCLUDED.created_at"
 )
 _ARM = (
-    "INSERT INTO scopes(tenant, scope, dead_ms, last_beat) VALUES (%s, %s, %s, %s)"
-    " ON CONFLICT (tenant, scope) DO UPDATE SET dead_ms = EXCLUDED.dead_ms,"
+    "INSERT INTO scopes(tenant, scope, sealed, dead_ms, last_beat) VALUES (%s, %s, %s, %s, %s)"
+    " ON CONFLICT (tenant, scope) DO UPDATE SET sealed = EXCLUDED.sealed,"
+    " dead_ms = EXCLUDED.dead_ms,"
     " last_beat = EXCLUDED.last_beat"
 )
 _CHECKPOINT = (
@@ -63,8 +68,9 @@ _CHECKPOINT = (
 )
 
 
-def apply(conn: Conn, change: Change) -> None:
-    """The PostgreSQL translation of one change, inside the caller's transaction."""
+def apply(conn: Conn, names: NameCodec, change: Change) -> None:
+    """The PostgreSQL translation of one change, inside the caller's transaction; names become
+    digests and sealed blobs (``ledger/sealing.py``)."""
     match change:
         case AppendEntry():
             sql = "INSERT INTO entries(idx, leaf) VALUES (%s, %s)"
@@ -74,44 +80,46 @@ def apply(conn: Conn, change: Change) -> None:
                 sql = "INSERT INTO tree_nodes(level, idx, hash) VALUES (%s, %s, %s)"
                 cur.executemany(sql, change.nodes)
         case PutResource():
-            conn.execute(_PUT_RESOURCE, row(change))
+            conn.execute(_PUT_RESOURCE, sealing.put_resource(names, change))
         case PutLease():
-            conn.execute(_PUT_LEASE, row(change))
+            conn.execute(_PUT_LEASE, sealing.put_lease(names, change))
         case DropLease():
-            conn.execute(f"DELETE FROM leases {_LEASE_KEY}", row(change))
+            key = sealing.lease_key(names, change.tenant, change.resource, change.fencing_token)
+            conn.execute(f"DELETE FROM leases {_LEASE_KEY}", key)
         case SetLeaseExpiry():
-            key = (change.tenant, change.resource, change.fencing_token)
+            key = sealing.lease_key(names, change.tenant, change.resource, change.fencing_token)
             conn.execute(
                 f"UPDATE leases SET expires_at = %s {_LEASE_KEY}", (change.expires_at, *key)
             )
         case _:
-            _apply_rare(conn, change)
+            _apply_rare(conn, names, change)
 
 
-def _apply_rare(conn: Conn, change: Change) -> None:
+def _apply_rare(conn: Conn, names: NameCodec, change: Change) -> None:
     match change:
         case RememberRequest():
-            conn.execute(_REMEMBER, row(change))
+            conn.execute(_REMEMBER, sealing.remember(names, change))
         case ForgetRequests():
             conn.execute("DELETE FROM idempotency WHERE created_at < %s", (change.before,))
         case ArmDeadMan():
-            conn.execute(_ARM, row(change))
+            conn.execute(_ARM, sealing.arm(names, change))
         case DisarmDeadMan():
-            conn.execute("DELETE FROM scopes WHERE tenant = %s AND scope = %s", row(change))
+            key = sealing.scope_key(names, change.tenant, change.scope)
+            conn.execute("DELETE FROM scopes WHERE tenant = %s AND scope = %s", key)
         case PutCheckpoint():
             conn.execute(_CHECKPOINT, row(change))
         case _:
-            _apply_waiters(conn, change)
+            _apply_waiters(conn, names, change)
 
 
-def _apply_waiters(conn: Conn, change: Change) -> None:
+def _apply_waiters(conn: Conn, names: NameCodec, change: Change) -> None:
     match change:
         case AddWaiter():
             sql = "INSERT INTO waiters(waiter_id, tenant, resource, worker, call)"
-            conn.execute(sql + " VALUES (%s, %s, %s, %s, %s)", row(change))
+            conn.execute(sql + " VALUES (%s, %s, %s, %s, %s)", sealing.add_waiter(names, change))
         case GrantWaiter():
             sql = "UPDATE waiters SET answer = %s WHERE waiter_id = %s"
-            conn.execute(sql, (change.answer, change.waiter_id))
+            conn.execute(sql, sealing.grant_waiter(names, change))
         case DropWaiter():
             conn.execute("DELETE FROM waiters WHERE waiter_id = %s", row(change))
         case DropWorkerWaiters():

@@ -17,8 +17,10 @@ from pathlib import Path
 
 from ledger.changes import Change
 from ledger.leases import Resource
+from ledger.names import NameCodec, needs_names
 from ledger.sqlite import reads
-from ledger.sqlite.store import DB_NAME, apply, connect, open_db
+from ledger.sqlite.schema import DB_NAME, NAMES_STEP, connect, open_db
+from ledger.sqlite.store import apply
 from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
@@ -36,11 +38,16 @@ def exists(data_dir: Path) -> bool:
 class SQLiteTransaction:
     """One ``BEGIN IMMEDIATE`` transaction of the writer connection."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, names: NameCodec | None) -> None:
         self._conn = conn
+        self._names_or_none = names
+
+    @property
+    def _names(self) -> NameCodec:
+        return needs_names(self._names_or_none)
 
     def apply(self, change: Change) -> None:
-        apply(self._conn, change)
+        apply(self._conn, self._names, change)
 
     def tree_size(self) -> int:
         return reads.tree_size(self._conn)
@@ -49,28 +56,28 @@ class SQLiteTransaction:
         return reads.node(self._conn, level, index)
 
     def resource(self, tenant: str, name: str) -> Resource | None:
-        return reads.resource(self._conn, tenant, name)
+        return reads.resource(self._conn, self._names, tenant, name)
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
-        return reads.request(self._conn, tenant, request_id)
+        return reads.request(self._conn, self._names, tenant, request_id)
 
     def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.expired_leases(self._conn, now, limit)
+        return reads.expired_leases(self._conn, self._names, now, limit)
 
     def ended_lifecycles(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.ended_lifecycles(self._conn, now, limit)
+        return reads.ended_lifecycles(self._conn, self._names, now, limit)
 
     def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.due_scopes(self._conn, now, limit)
+        return reads.due_scopes(self._conn, self._names, now, limit)
 
     def scope_resources(self, tenant: str, scope: str) -> list[str]:
-        return reads.scope_resources(self._conn, tenant, scope)
+        return reads.scope_resources(self._conn, self._names, tenant, scope)
 
     def waiters(self, tenant: str, resource: str) -> list[WaiterRecord]:
-        return reads.waiters(self._conn, tenant, resource)
+        return reads.waiters(self._conn, self._names, tenant, resource)
 
     def waiter(self, waiter_id: str) -> WaiterRecord | None:
-        return reads.waiter(self._conn, waiter_id)
+        return reads.waiter(self._conn, self._names, waiter_id)
 
     def waiter_workers(self) -> list[str]:
         return reads.waiter_workers(self._conn)
@@ -116,20 +123,28 @@ class SQLiteStorage:
     instead of SQLite's busy handler, which polls in milliseconds.
     """
 
-    def __init__(self, path: Path, writer: sqlite3.Connection, reader: sqlite3.Connection):
+    def __init__(
+        self,
+        path: Path,
+        writer: sqlite3.Connection,
+        reader: sqlite3.Connection,
+        names: NameCodec | None = None,
+    ):
         self.path = path
+        self._names = names
         self._writer = writer
         self._reader = reader
         self._lock_fd = _open_lock(path.parent / LOCK_NAME)
         self._thread_lock = threading.Lock()  # flock does not exclude threads of one process
 
     @classmethod
-    def open(cls, data_dir: Path) -> SQLiteStorage:
-        """Open (creating and migrating if needed); a ledger that cannot be opened raises
-        :class:`StorageError` saying why."""
+    def open(cls, data_dir: Path, names: NameCodec | None = None) -> SQLiteStorage:
+        """Open (creating and migrating if needed; sealing names needs ``names``); a ledger that
+        cannot be opened raises :class:`StorageError` saying why."""
         try:
-            writer = open_db(data_dir)
-            return cls(data_dir / DB_NAME, writer, connect(data_dir / DB_NAME))
+            writer, version = open_db(data_dir, names)
+            sealed = names if version >= NAMES_STEP else None
+            return cls(data_dir / DB_NAME, writer, connect(data_dir / DB_NAME), sealed)
         except sqlite3.Error as error:
             raise StorageError(f"cannot open the ledger in {data_dir}: {error}") from error
 
@@ -147,7 +162,7 @@ class SQLiteStorage:
         with self._thread_lock, _flocked(self._lock_fd):
             conn.execute("BEGIN IMMEDIATE")
             try:
-                yield SQLiteTransaction(conn)
+                yield SQLiteTransaction(conn, self._names)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterator
 
+from ledger import rows, sealing
 from ledger.leases import Resource
-from ledger.rows import lease_row, resource_row, waiter_row
+from ledger.names import NameCodec
 from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
@@ -17,7 +17,7 @@ from ledger.storage import (
 )
 
 _CHECKPOINT = "SELECT tree_size, root_hash, timestamp, note, key_did FROM checkpoints"
-_LEASE = "SELECT holder, fencing_token, owner_digest, expires_at, scope, lease_id FROM leases"
+_LEASE = f"SELECT {rows.LEASE_COLUMNS} FROM leases"
 
 
 def tree_size(conn: sqlite3.Connection) -> int:
@@ -88,64 +88,79 @@ def live_leases(conn: sqlite3.Connection, now: int) -> int:
     return int(conn.execute(sql, (now,)).fetchone()[0])
 
 
-def request(conn: sqlite3.Connection, tenant: str, request_id: str) -> RequestRecord | None:
-    sql = "SELECT request_digest, answer, created_at FROM idempotency"
-    row = conn.execute(
-        sql + " WHERE tenant = ? AND request_id = ?", (tenant, request_id)
-    ).fetchone()
-    return None if row is None else RequestRecord(bytes(row[0]), json.loads(row[1]), row[2])
+def request(
+    conn: sqlite3.Connection, names: NameCodec, tenant: str, request_id: str
+) -> RequestRecord | None:
+    sql = f"SELECT {rows.REQUEST_COLUMNS} FROM idempotency WHERE tenant = ? AND request_id = ?"
+    row = conn.execute(sql, sealing.request_key(names, tenant, request_id)).fetchone()
+    return None if row is None else rows.request_row(names, row)
 
 
-def resource(conn: sqlite3.Connection, tenant: str, name: str) -> Resource | None:
-    sql = "SELECT * FROM resources WHERE tenant = ? AND name = ?"
-    row = conn.execute(sql, (tenant, name)).fetchone()
+def resource(conn: sqlite3.Connection, names: NameCodec, tenant: str, name: str) -> Resource | None:
+    key = sealing.resource_key(names, tenant, name)
+    sql = f"SELECT {rows.RESOURCE_COLUMNS} FROM resources WHERE tenant = ? AND name = ?"
+    row = conn.execute(sql, key).fetchone()
     if row is None:
         return None
-    found = resource_row(row)
+    found = rows.resource_row(names, tenant, name, row)
     where = " WHERE tenant = ? AND resource = ? ORDER BY fencing_token"
-    found.leases.extend(map(lease_row, conn.execute(_LEASE + where, row[:2])))
+    found.leases.extend(rows.lease_row(names, lease) for lease in conn.execute(_LEASE + where, key))
     return found
 
 
-def ended_lifecycles(conn: sqlite3.Connection, now: int, limit: int) -> list[tuple[str, str]]:
-    sql = "SELECT tenant, name FROM resources INDEXED BY resources_lifecycle_end"
+def ended_lifecycles(
+    conn: sqlite3.Connection, names: NameCodec, now: int, limit: int
+) -> list[tuple[str, str]]:
+    sql = "SELECT tenant, name, sealed FROM resources INDEXED BY resources_lifecycle_end"
     sql += " WHERE lifecycle_end IS NOT NULL AND lifecycle_end <= ? ORDER BY lifecycle_end LIMIT ?"
-    return [(str(t), str(n)) for t, n in conn.execute(sql, (now, limit))]
+    found = conn.execute(sql, (now, limit))
+    return [rows.named(names, sealing.RESOURCE_NAME, row) for row in found]
 
 
-def expired_leases(conn: sqlite3.Connection, now: int, limit: int) -> list[tuple[str, str]]:
-    sql = "SELECT tenant, resource FROM leases INDEXED BY leases_expires_at WHERE expires_at <= ?"
-    rows = conn.execute(sql + " ORDER BY expires_at LIMIT ?", (now, limit))
-    return list(dict.fromkeys((str(t), str(r)) for t, r in rows))
+_NAMED_LEASE = "SELECT tenant, resource, sealed FROM leases"
 
 
-def due_scopes(conn: sqlite3.Connection, now: int, limit: int) -> list[tuple[str, str]]:
-    sql = "SELECT tenant, scope FROM scopes INDEXED BY scopes_deadline"
+def expired_leases(
+    conn: sqlite3.Connection, names: NameCodec, now: int, limit: int
+) -> list[tuple[str, str]]:
+    sql = _NAMED_LEASE + " INDEXED BY leases_expires_at WHERE expires_at <= ?"
+    return rows.lease_names(names, conn.execute(sql + " ORDER BY expires_at LIMIT ?", (now, limit)))
+
+
+def due_scopes(
+    conn: sqlite3.Connection, names: NameCodec, now: int, limit: int
+) -> list[tuple[str, str]]:
+    sql = "SELECT tenant, scope, sealed FROM scopes INDEXED BY scopes_deadline"
     sql += " WHERE last_beat + dead_ms <= ? LIMIT ?"
-    return [(str(t), str(s)) for t, s in conn.execute(sql, (now, limit))]
+    return [rows.named(names, sealing.SCOPE, row) for row in conn.execute(sql, (now, limit))]
 
 
-def scope_resources(conn: sqlite3.Connection, tenant: str, scope: str) -> list[str]:
-    sql = "SELECT DISTINCT resource FROM leases INDEXED BY leases_scope"
-    sql += " WHERE tenant = ? AND scope = ? ORDER BY resource"
-    return [str(r) for (r,) in conn.execute(sql, (tenant, scope))]
+def scope_resources(
+    conn: sqlite3.Connection, names: NameCodec, tenant: str, scope: str
+) -> list[str]:
+    sql = _NAMED_LEASE + " INDEXED BY leases_scope WHERE tenant = ? AND scope = ?"
+    found = conn.execute(sql, sealing.scope_key(names, tenant, scope))
+    return sorted(name for _, name in rows.lease_names(names, found))
 
 
-_WAITER = "SELECT waiter_id, worker, call, answer FROM waiters"
+_WAITER = f"SELECT {rows.WAITER_COLUMNS} FROM waiters"
 
 
 def queued_waiters(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM waiters WHERE answer IS NULL").fetchone()[0])
 
 
-def waiters(conn: sqlite3.Connection, tenant: str, resource: str) -> list[WaiterRecord]:
+def waiters(
+    conn: sqlite3.Connection, names: NameCodec, tenant: str, resource: str
+) -> list[WaiterRecord]:
     sql = _WAITER + " WHERE tenant = ? AND resource = ? AND answer IS NULL ORDER BY seq"
-    return [waiter_row(row) for row in conn.execute(sql, (tenant, resource))]
+    key = sealing.resource_key(names, tenant, resource)
+    return [rows.waiter_row(names, row) for row in conn.execute(sql, key)]
 
 
-def waiter(conn: sqlite3.Connection, waiter_id: str) -> WaiterRecord | None:
+def waiter(conn: sqlite3.Connection, names: NameCodec, waiter_id: str) -> WaiterRecord | None:
     row = conn.execute(_WAITER + " WHERE waiter_id = ?", (waiter_id,)).fetchone()
-    return None if row is None else waiter_row(row)
+    return None if row is None else rows.waiter_row(names, row)
 
 
 def waiter_workers(conn: sqlite3.Connection) -> list[str]:

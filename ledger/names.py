@@ -1,0 +1,117 @@
+"""Names at rest (docs/decisions/0010): keyed lookup digests and sealed names, above the seam.
+
+The state tables of both backends hold no clear name (tenant, resource, holder, scope, request
+id) and no clear stored answer. A row is found by a keyed digest of its name, and a name that
+must come back (a resume packet, a scope listing, a replayed answer, a waiter's call) is stored
+sealed with ChaCha20-Poly1305 under associated data that names the table and the row's digests,
+so a ciphertext cannot be moved to another row. Both subkeys derive from one 32-byte names key
+kept beside the pseudonym secret in the keys folder (``ledger/keyring.py``); a stolen database
+file reveals no more than the public ledger.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+
+DIGEST_BYTES = 16
+"""Lookup digests are HMAC-SHA256 truncated to 128 bits."""
+NONCE_BYTES = 12
+LOOKUP_LABEL = b"tenure/names/lookup\x00"
+SEAL_LABEL = b"tenure/names/seal\x00"
+_REMEMBERED = 4096  # digests kept before the memo starts over (one HMAC per name per decision)
+
+
+class SealError(Exception):
+    """A sealed value does not open under this key and row (wrong key, moved or altered)."""
+
+
+class NameCodec:
+    """The names key's two subkeys: lookup digests (HMAC) and sealing (AEAD)."""
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) != 32:
+            raise ValueError(f"the names key must be 32 bytes, found {len(key)}")
+        self._lookup = hmac.digest(key, LOOKUP_LABEL, "sha256")
+        self._aead = ChaCha20Poly1305(hmac.digest(key, SEAL_LABEL, "sha256"))
+        self._known: dict[tuple[bytes, str, str], bytes] = {}
+
+    @property
+    def check(self) -> str:
+        """A value the ledger records when its names are sealed, to tell its key from another
+        (hex of a digest under the lookup subkey; reveals nothing of the key)."""
+        return hmac.digest(self._lookup, b"check\x00", "sha256")[:DIGEST_BYTES].hex()
+
+    def tenant(self, tenant: str) -> bytes:
+        """The tenant's lookup digest."""
+        return self._digest(b"tenant", "", tenant)
+
+    def resource(self, tenant: str, name: str) -> bytes:
+        """A resource name's lookup digest within its tenant."""
+        return self._digest(b"resource", tenant, name)
+
+    def scope(self, tenant: str, name: str) -> bytes:
+        return self._digest(b"scope", tenant, name)
+
+    def request(self, tenant: str, request_id: str) -> bytes:
+        return self._digest(b"request", tenant, request_id)
+
+    def _digest(self, kind: bytes, tenant: str, name: str) -> bytes:
+        known = self._known.get((kind, tenant, name))
+        if known is None:
+            if len(self._known) >= _REMEMBERED:
+                self._known.clear()
+            owner = self.tenant(tenant) if kind != b"tenant" else b""
+            message = kind + b"\x00" + owner + name.encode()
+            known = hmac.digest(self._lookup, message, "sha256")[:DIGEST_BYTES]
+            self._known[(kind, tenant, name)] = known
+        return known
+
+    def seal(self, table: bytes, row: bytes, plain: bytes) -> bytes:
+        """``nonce ‖ ciphertext`` of ``plain``, bound to ``table`` and the row's digests."""
+        nonce = os.urandom(NONCE_BYTES)
+        return nonce + self._aead.encrypt(nonce, plain, table + b"\x00" + row)
+
+    def open(self, table: bytes, row: bytes, sealed: bytes) -> bytes:
+        """What :meth:`seal` sealed for this table and row; :class:`SealError` otherwise."""
+        try:
+            nonce, body = sealed[:NONCE_BYTES], sealed[NONCE_BYTES:]
+            return self._aead.decrypt(bytes(nonce), bytes(body), table + b"\x00" + row)
+        except (InvalidTag, ValueError) as error:
+            raise SealError(f"a sealed {table.decode()} value does not open") from error
+
+    def seal_json(self, table: bytes, row: bytes, value: Any) -> bytes:
+        return self.seal(table, row, json.dumps(value).encode())  # the default encoder is fast
+
+    def open_json(self, table: bytes, row: bytes, sealed: bytes) -> Any:
+        return json.loads(self.open(table, row, sealed))
+
+
+NAMES_CHECK = "names_check"
+"""The ``meta`` key holding :attr:`NameCodec.check` of the key that sealed the ledger."""
+
+
+def check_key(names: NameCodec, recorded: str | None) -> None:
+    """Refuse a names key other than the one that sealed the ledger: its digests would find
+    no row and its seals open none."""
+    if recorded is not None and recorded != names.check:
+        from ledger.storage import StorageError
+
+        raise StorageError(
+            "the names key (keys/names.key) is not the one that sealed this ledger's state:"
+            " restore that key file"
+        )
+
+
+def needs_names(names: NameCodec | None) -> NameCodec:
+    """The names key, which every read or write of a backend's state tables needs."""
+    if names is None:
+        from ledger.storage import StorageError
+
+        raise StorageError("the ledger's state is sealed: open it with the names key (keys/)")
+    return names

@@ -1,0 +1,138 @@
+"""The rows both backends store for the name-bearing changes: digests and sealed blobs only.
+
+``ledger/sqlite/store.py`` and ``ledger/postgres/store.py`` bind these tuples to their own
+statements, in the column order each function names (docs/decisions/0010); ``ledger/rows.py``
+decodes what they select. Associated data: the table and the row's lookup digests (``waiters``:
+the waiter's id), so a sealed value opens only in the row it was written for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from ledger.changes import (
+    AddWaiter,
+    ArmDeadMan,
+    Change,
+    GrantWaiter,
+    PutLease,
+    PutResource,
+    RememberRequest,
+)
+from ledger.names import NameCodec
+
+RESOURCE_NAME = b"resources"
+RESOURCE_RESULT = b"resources/result"
+LEASE = b"leases"
+REQUEST = b"idempotency"
+SCOPE = b"scopes"
+WAITER_CALL = b"waiters/call"
+WAITER_ANSWER = b"waiters/answer"
+
+Row = tuple[object, ...]
+
+
+def resource_key(codec: NameCodec, tenant: str, name: str) -> tuple[bytes, bytes]:
+    """``(tenant, name)`` digests: the key of ``resources``, and of a resource's leases and
+    waiters."""
+    return codec.tenant(tenant), codec.resource(tenant, name)
+
+
+def put_resource(codec: NameCodec, c: PutResource) -> Row:
+    """``tenant, name, sealed, capacity, max_token, lifecycle_end, fingerprint, result,
+    completed_at, completed_fingerprint``; ``sealed`` holds ``[tenant, name]``."""
+    t, n = resource_key(codec, c.tenant, c.name)
+    sealed = codec.seal_json(RESOURCE_NAME, t + n, [c.tenant, c.name])
+    result = None
+    if c.result_json is not None:
+        result = codec.seal(RESOURCE_RESULT, t + n, c.result_json.encode())
+    return (
+        t,
+        n,
+        sealed,
+        c.capacity,
+        c.max_token,
+        c.lifecycle_end,
+        c.fingerprint,
+        result,
+        c.completed_at,
+        c.completed_fingerprint,
+    )
+
+
+def put_lease(codec: NameCodec, c: PutLease) -> Row:
+    """``tenant, resource, fencing_token, sealed, owner_digest, expires_at, scope, lease_id``;
+    ``sealed`` holds ``[tenant, resource, holder, scope]``, ``scope`` is the scope's digest."""
+    t, r = resource_key(codec, c.tenant, c.resource)
+    sealed = codec.seal_json(LEASE, t + r, [c.tenant, c.resource, c.holder, c.scope])
+    scope = None if c.scope is None else codec.scope(c.tenant, c.scope)
+    return (t, r, c.fencing_token, sealed, c.owner_digest, c.expires_at, scope, c.lease_id)
+
+
+def lease_key(codec: NameCodec, tenant: str, resource: str, fencing_token: int) -> Row:
+    """``tenant, resource, fencing_token``: the key of one lease."""
+    return (*resource_key(codec, tenant, resource), fencing_token)
+
+
+def remember(codec: NameCodec, c: RememberRequest) -> Row:
+    """``tenant, request_id, request_digest, answer, created_at``, the answer sealed."""
+    t, q = request_key(codec, c.tenant, c.request_id)
+    answer = codec.seal(REQUEST, t + q, c.answer_json.encode())
+    return (t, q, c.digest, answer, c.created_at)
+
+
+def request_key(codec: NameCodec, tenant: str, request_id: str) -> tuple[bytes, bytes]:
+    return codec.tenant(tenant), codec.request(tenant, request_id)
+
+
+def arm(codec: NameCodec, c: ArmDeadMan) -> Row:
+    """``tenant, scope, sealed, dead_ms, last_beat``; ``sealed`` holds ``[tenant, scope]``."""
+    t, s = scope_key(codec, c.tenant, c.scope)
+    return (t, s, codec.seal_json(SCOPE, t + s, [c.tenant, c.scope]), c.dead_ms, c.last_beat)
+
+
+def scope_key(codec: NameCodec, tenant: str, scope: str) -> tuple[bytes, bytes]:
+    return codec.tenant(tenant), codec.scope(tenant, scope)
+
+
+def add_waiter(codec: NameCodec, c: AddWaiter) -> Row:
+    """``waiter_id, tenant, resource, worker, call``, the call sealed to the waiter's id."""
+    t, r = resource_key(codec, c.tenant, c.resource)
+    call = codec.seal(WAITER_CALL, c.waiter_id.encode(), c.call.encode())
+    return (c.waiter_id, t, r, c.worker, call)
+
+
+def grant_waiter(codec: NameCodec, c: GrantWaiter) -> Row:
+    """``answer, waiter_id``, the answer sealed to the waiter's id."""
+    return (codec.seal(WAITER_ANSWER, c.waiter_id.encode(), c.answer.encode()), c.waiter_id)
+
+
+CLEAR_COLUMNS = {
+    "resources": "tenant, name, capacity, max_token, lifecycle_end, fingerprint, result,"
+    " completed_at, completed_fingerprint",
+    "leases": "tenant, resource, fencing_token, holder, owner_digest, expires_at, scope, lease_id",
+    "idempotency": "tenant, request_id, request_digest, answer, created_at",
+    "scopes": "tenant, scope, dead_ms, last_beat",
+    "waiters": "waiter_id, tenant, resource, worker, call, answer",
+}
+"""The clear state tables before names were sealed, as the migration reads them (``waiters``
+ordered by ``seq``)."""
+
+
+def clear_changes(table: str, rows: Iterable[Sequence[Any]]) -> Iterator[Change]:
+    """The changes that write ``rows`` of a clear ``table`` (:data:`CLEAR_COLUMNS`) again:
+    the migration that seals names replays them through the backend's own translation."""
+    kinds: dict[str, Any] = {
+        "resources": PutResource,
+        "leases": PutLease,
+        "idempotency": RememberRequest,
+        "scopes": ArmDeadMan,
+    }
+    for row in rows:
+        if table != "waiters":
+            yield kinds[table](*(bytes(v) if isinstance(v, memoryview) else v for v in row))
+            continue
+        yield AddWaiter(*row[:5])
+        if row[5] is not None:
+            yield GrantWaiter(row[0], row[5])
