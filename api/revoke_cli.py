@@ -38,7 +38,11 @@ def add_revoke_parser(actions: Any) -> None:
         " resource or tenant, or no live lease to revoke (nothing is written).",
     )
     revoke.add_argument("resource", help="the resource's name, as its tenant leases it")
-    revoke.add_argument("--reason", required=True, help="why (public in the ledger; 1..200)")
+    revoke.add_argument(
+        "--reason",
+        required=True,
+        help="why: public in the ledger, in clear: no names or secrets (1..200 printable)",
+    )
     revoke.add_argument("--by", default=_os_user(), help="operator label (default: OS user)")
     tenant = revoke.add_mutually_exclusive_group()
     tenant.add_argument("--api-key-name", metavar="NAME", help="the tenant of this API key")
@@ -46,6 +50,9 @@ def add_revoke_parser(actions: Any) -> None:
         "--namespace-digest",
         metavar="HEX",
         help="a namespace tenant: the first 32 hex digits of SHA-256(namespace)",
+    )
+    revoke.add_argument(
+        "--tenant-id", metavar="SUB", help="with --api-key-name: the body tenantId it narrows to"
     )
     revoke.add_argument("--holder", help="revoke only this holder's lease (a semaphore slot)")
     revoke.add_argument("--fencing-token", type=int, help="revoke only the lease with this token")
@@ -97,6 +104,10 @@ def _check_args(args: argparse.Namespace) -> str | None:
         return "--by must be 1..128 printable characters"
     if args.holder is not None and not _label(args.holder, 128):
         return "--holder must be 1..128 printable characters"
+    if args.tenant_id is not None and (
+        args.api_key_name is None or not _label(args.tenant_id, 128)
+    ):
+        return "--tenant-id needs --api-key-name and must be 1..128 printable characters"
     if args.fencing_token is not None and args.fencing_token < 1:
         return "--fencing-token must be a positive integer"
     digest = args.namespace_digest
@@ -141,7 +152,8 @@ def _tenant(storage: Storage, args: argparse.Namespace) -> str:
     if args.api_key_name is None:
         return ANONYMOUS
     found = [key.tenant for key in storage.api_keys() if key.name == args.api_key_name]
-    return "key/" + (found[0] if found else args.api_key_name)  # a key's tenant is its name
+    tenant = "key/" + (found[0] if found else args.api_key_name)  # a key's tenant is its name
+    return tenant if args.tenant_id is None else f"{tenant}/{args.tenant_id}"
 
 
 def _decide(storage: Storage, secret: bytes, tenant: str, args: argparse.Namespace) -> int:
@@ -182,7 +194,8 @@ def _who(args: argparse.Namespace) -> str:
     if args.namespace_digest is not None:
         return f"namespace digest {args.namespace_digest.lower()}"
     if args.api_key_name is not None:
-        return f"API key name {args.api_key_name!r}"
+        sub = "" if args.tenant_id is None else f", tenantId {args.tenant_id!r}"
+        return f"API key name {args.api_key_name!r}{sub}"
     return "the anonymous tenant"
 
 

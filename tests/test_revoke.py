@@ -216,6 +216,10 @@ def test_revoke_of_one_semaphore_holder_and_of_each_kind_of_tenant(server: Serve
             by_key = revoke(server, "deploy:prod", "--reason", "r", "--api-key-name", "team-a")
             assert by_key.returncode == 0, by_key.stderr
             assert acquire(keyed, "deploy:prod", "w")["fencingToken"] == 2
+            acquire(keyed, "deploy:prod", "w", tenantId="eu")
+            sub = ["--api-key-name", "team-a", "--tenant-id", "eu"]
+            assert revoke(server, "deploy:prod", "--reason", "r", *sub).returncode == 0
+            assert acquire(keyed, "deploy:prod", "w", tenantId="eu")["fencingToken"] == 2
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,10 @@
-"""The records of a ledger export (docs/export-format.md) and the v1 entries they carry.
+"""The records of a ledger export (docs/export-format.md) and the entries they carry: v1, and
+v2 for an operator's revoke (docs/decisions/0011).
 
 ``parse_lines`` turns JSON Lines into records; the ``*_of`` functions read one record each and
 raise MalformedInput when it is not of its type's shape (the export cannot be replayed).
 ``event_of`` reads an entry's exact bytes: JSON, canonical RFC 8785 (DESIGN §4) and of the v1
-shape, or a flagged violation (the replay goes on). Pure: no I/O.
+(or v2 revoke) shape, or a flagged violation (the replay goes on). Pure: no I/O.
 """
 
 from __future__ import annotations
