@@ -21,7 +21,9 @@ from ledger.leases import AcquireArgs, EventKind, Outcome, Resource, Revocation
 from ledger.storage import open_storage
 from tests.conftest import ROOT, Server, lease, ledger_size, rid
 from tests.test_audit import OWNER_B, Ledger, assert_reported, read, trusted
+from tests.test_monitor_rules import follow, state_of
 from verify.audit import audit, check_audit
+from verify.multikey import did_key
 
 WHY = Revocation("alice", "stuck job, ticket OPS-1")
 
@@ -261,3 +263,30 @@ def test_a_lease_no_longer_held_is_refused(server: Server) -> None:
 def test_a_folder_without_a_ledger_is_refused(tmp_path: Path) -> None:
     run = tenure("lease", "revoke", "r", "--reason", "x", "--data", str(tmp_path / "none"))
     assert run.returncode == 2 and "no ledger in" in run.stderr
+
+
+def test_the_monitor_checks_revokes_as_the_audit_does() -> None:
+    for ledger in (revoked_then_granted(), revoked_then_granted(token=1)):
+        state = state_of(ledger)
+        found = follow(state, ledger, len(ledger.entries))
+        expected = audit(ledger.records(), [did_key(ledger.key.public_key())]).violations
+        assert [(f.index, f.check) for f in found] == [(v.index, v.check) for v in expected]
+    assert [(f.index, f.check) for f in found] == [(2, "fencing")]
+
+
+def test_revoke_on_postgresql_fences_the_live_servers_holder(
+    fresh_server: Server, postgres_url: str
+) -> None:
+    fresh_server.args = ["--database", postgres_url]
+    server = fresh_server.start()
+    r = rid()
+    where = ["--database", postgres_url, "--keys", str(server.root / "keys")]
+    with server.client() as api:
+        old = acquire(api, r, "w1", ttlSeconds=300)
+        missing = tenure("lease", "revoke", rid(), "--reason", "x", *where)
+        assert missing.returncode == 2 and "no lease was ever granted" in missing.stderr
+        done = tenure("lease", "revoke", r, "--reason", "stuck", *where)
+        assert done.returncode == 0, done.stderr
+        renewed = lease(api, "renew", resource=r, ownerToken=old["ownerToken"])
+        assert renewed.json()["data"]["outcome"] == "LOST"
+        assert acquire(api, r, "w2")["fencingToken"] == 2
