@@ -43,7 +43,7 @@ def add_revoke_parser(actions: Any) -> None:
         required=True,
         help="why: public in the ledger, in clear: no names or secrets (1..200 printable)",
     )
-    revoke.add_argument("--by", default=_os_user(), help="operator label (default: OS user)")
+    revoke.add_argument("--by", help="operator label (default: the OS user name)")
     tenant = revoke.add_mutually_exclusive_group()
     tenant.add_argument("--api-key-name", metavar="NAME", help="the tenant of this API key")
     tenant.add_argument(
@@ -81,6 +81,8 @@ def revoke_main(args: argparse.Namespace) -> int:
     """Run ``tenure lease revoke``; 0 revoked, 1 storage failed, 2 refused (nothing written)."""
     from ledger.storage import StorageError
 
+    if args.by is None:
+        args.by = _os_user()
     problem = _check_args(args)
     if problem is not None:
         return _refuse(problem)

@@ -24,6 +24,9 @@ Rules (DESIGN §2):
     fingerprint answers ``COMPLETED``, another fingerprint ``CONFLICT``.
 11. The first fingerprint given in a lifecycle binds it.
 
+An operator's ``revoke`` (docs/decisions/0011) ends live leases without owner proof, recording
+who and why; rule 2 alone fences the revoked holders, as the next grant takes ``max_token + 1``.
+
 Rules 9 (wait), 12 (idempotency) and 13 (scopes) span several resources or time; the service
 around this module implements them on top of these functions.
 """
