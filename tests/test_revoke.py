@@ -23,6 +23,7 @@ from tests.conftest import ROOT, Server, lease, ledger_size, rid
 from tests.test_audit import OWNER_B, Ledger, assert_reported, read, trusted
 from tests.test_monitor_rules import follow, state_of
 from verify.audit import audit, check_audit
+from verify.bundle import verify_bundle
 from verify.multikey import did_key
 
 WHY = Revocation("alice", "stuck job, ticket OPS-1")
@@ -181,6 +182,10 @@ def test_revoke_fences_a_live_servers_holder_serves_its_waiter_and_audits(
         assert acquire(api, plain, "w3")["fencingToken"] == alone["fencingToken"] + 1
         size = ledger_size(api)
         dids = [key["did"] for key in api.get("/api/v1/keys").json()["keys"]]
+        index = report["revoked"][0]["ledgerIndex"]
+        bundle = api.get(f"/api/v1/log/bundle/{index}").json()  # proven like any entry
+        assert verify_bundle(bundle, dids).ok
+        assert json.loads(base64.b64decode(bundle["entry"]))["kind"] == "revoke"
     server.stop()
     out = tmp_path / "ledger.jsonl"
     folders = ["--data", str(server.data), "--keys", str(server.root / "keys")]
