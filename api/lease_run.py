@@ -23,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from api.revoke_cli import add_revoke_parser, revoke_main
 from api.server_options import add_server_options
 
 EXIT_USAGE = 2
@@ -37,8 +38,8 @@ EXIT_CODES = f"""exit status: the command's own (128+N if it died of signal N), 
 
 
 def add_lease_parser(commands: Any) -> None:
-    """Register ``tenure lease run`` on the ``tenure`` subcommands."""
-    lease = commands.add_parser("lease", help="hold a lease while a command runs")
+    """Register ``tenure lease run`` and ``tenure lease revoke`` on the ``tenure`` subcommands."""
+    lease = commands.add_parser("lease", help="hold a lease while a command runs; revoke one")
     actions = lease.add_subparsers(dest="action", required=True)
     run = actions.add_parser(
         "run",
@@ -73,6 +74,7 @@ def add_lease_parser(commands: Any) -> None:
     run.add_argument(
         "--trust", action="append", metavar="DID", help="verify every answer against this did:key"
     )
+    add_revoke_parser(actions)
 
 
 def split_command(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -85,7 +87,9 @@ def split_command(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def lease_main(args: argparse.Namespace, command: list[str]) -> int:
-    """Run ``tenure lease run``; returns the exit status."""
+    """Run ``tenure lease run`` (or ``revoke``); returns the exit status."""
+    if args.action == "revoke":
+        return revoke_main(args)
     if not command:
         print("tenure lease run: no COMMAND given after --", file=sys.stderr)
         return EXIT_USAGE

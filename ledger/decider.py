@@ -45,7 +45,13 @@ from verify.rfc9162 import EMPTY_ROOT
 
 Key = tuple[str, str]
 FREEING = frozenset(
-    {EventKind.RELEASE, EventKind.EXPIRE, EventKind.COMPLETE, EventKind.SCOPE_RELEASE}
+    {
+        EventKind.RELEASE,
+        EventKind.EXPIRE,
+        EventKind.COMPLETE,
+        EventKind.SCOPE_RELEASE,
+        EventKind.REVOKE,
+    }
 )
 
 

@@ -21,6 +21,8 @@ from ledger.leases import Event
 from verify.jcs import canonicalize
 
 ENTRY_VERSION = 1
+REVOKE_VERSION = 2
+"""A revoke entry carries fields v1 lacks (``revokedBy``, ``reason``): 0001 and 0011."""
 _REMEMBERED = 512  # pseudonyms kept per tenant before the memo starts over (issue 15)
 
 
@@ -67,6 +69,10 @@ class Pseudonyms:
 
     def scope(self, name: str) -> str:
         return self._of(b"scope\x00", name)
+
+    def operator(self, name: str) -> str:
+        """The pseudonym of the operator label a revoke names (0011)."""
+        return self._of(b"operator\x00", name)
 
     def _of(self, label: bytes, name: str) -> str:
         known = self._known.get((label, name))
@@ -120,4 +126,8 @@ def encode_entry(
         entry["trigger"] = event.trigger
     if result_digest is not None:
         entry["resultDigest"] = result_digest
+    if event.revocation is not None:
+        entry["v"] = REVOKE_VERSION
+        entry["revokedBy"] = names.operator(event.revocation.by)
+        entry["reason"] = event.revocation.reason
     return canonicalize(entry)

@@ -24,6 +24,9 @@ Rules (DESIGN §2):
     fingerprint answers ``COMPLETED``, another fingerprint ``CONFLICT``.
 11. The first fingerprint given in a lifecycle binds it.
 
+An operator's ``revoke`` (docs/decisions/0011) ends live leases without owner proof, recording
+who and why; rule 2 alone fences the revoked holders, as the next grant takes ``max_token + 1``.
+
 Rules 9 (wait), 12 (idempotency) and 13 (scopes) span several resources or time; the service
 around this module implements them on top of these functions.
 """
@@ -62,6 +65,7 @@ class EventKind(StrEnum):
     EXPIRE = "expire"
     COMPLETE = "complete"
     SCOPE_RELEASE = "scope_release"
+    REVOKE = "revoke"
 
 
 @dataclass(slots=True)
@@ -95,6 +99,14 @@ class Resource:
 
 
 @dataclass(frozen=True, slots=True)
+class Revocation:
+    """Who ended a lease by force and why (docs/decisions/0011-operator-revoke.md)."""
+
+    by: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Event:
     """A state change; the service turns each into one ledger entry."""
 
@@ -105,6 +117,7 @@ class Event:
     lifecycle_end: int
     capacity: int
     trigger: str | None = None
+    revocation: Revocation | None = None
 
 
 @dataclass(slots=True)
@@ -318,6 +331,34 @@ def end_lease(resource: Resource, lease: Lease, kind: EventKind, now: int, trigg
     return _event(resource, kind, lease, now, trigger)
 
 
+def revoke(
+    resource: Resource,
+    why: Revocation,
+    now: int,
+    holder: str | None = None,
+    fencing_token: int | None = None,
+) -> Decision:
+    """An operator ends, without owner token, the live leases ``holder`` and ``fencing_token``
+    name (every one if neither): ``RELEASED``, or ``NOT_ACTIVE`` when none matches. The next
+    grant gets ``max_token + 1`` (rule 2), above every token revoked."""
+    expired = expire(resource, now)
+    chosen = [
+        lease
+        for lease in resource.leases
+        if holder in (None, lease.holder) and fencing_token in (None, lease.fencing_token)
+    ]
+    if not chosen:
+        decision = Decision(Outcome.NOT_ACTIVE, witnesses=[_w("revoke", reason="no live lease")])
+    else:
+        for lease in chosen:
+            resource.leases.remove(lease)
+        events = [_event(resource, EventKind.REVOKE, lease, now, None, why) for lease in chosen]
+        witness = _w("fencing", nextToken=resource.max_token + 1)
+        decision = Decision(Outcome.RELEASED, events, chosen[-1], [witness])
+    decision.events[:0] = expired
+    return decision
+
+
 def _end(resource: Resource, lease: Lease, kind: EventKind, now: int) -> Decision:
     resource.leases.remove(lease)
     return Decision(Outcome.RELEASED, [_event(resource, kind, lease, now)], lease)
@@ -331,10 +372,15 @@ def get(resource: Resource, now: int) -> Decision:
 
 
 def _event(
-    resource: Resource, kind: EventKind, lease: Lease, now: int, trigger: str | None = None
+    resource: Resource,
+    kind: EventKind,
+    lease: Lease,
+    now: int,
+    trigger: str | None = None,
+    revocation: Revocation | None = None,
 ) -> Event:
     end = resource.lifecycle_end if resource.lifecycle_end is not None else lease.expires_at
-    return Event(kind, lease, now, lease.expires_at, end, resource.capacity, trigger)
+    return Event(kind, lease, now, lease.expires_at, end, resource.capacity, trigger, revocation)
 
 
 def _w(rule: str, **detail: Any) -> dict[str, Any]:

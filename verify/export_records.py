@@ -1,9 +1,10 @@
-"""The records of a ledger export (docs/export-format.md) and the v1 entries they carry.
+"""The records of a ledger export (docs/export-format.md) and the entries they carry: v1, and
+v2 for an operator's revoke (docs/decisions/0011).
 
 ``parse_lines`` turns JSON Lines into records; the ``*_of`` functions read one record each and
 raise MalformedInput when it is not of its type's shape (the export cannot be replayed).
 ``event_of`` reads an entry's exact bytes: JSON, canonical RFC 8785 (DESIGN §4) and of the v1
-shape, or a flagged violation (the replay goes on). Pure: no I/O.
+(or v2 revoke) shape, or a flagged violation (the replay goes on). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -53,10 +54,19 @@ _REQUIRED: dict[str, type] = {
     "ownerTokenDigest": str,
     "leaseId": int,
 }
-_OPTIONAL: dict[str, type] = {"scope": str, "trigger": str, "resultDigest": str}
+_OPTIONAL: dict[str, type] = {
+    "scope": str,
+    "trigger": str,
+    "resultDigest": str,
+    "revokedBy": str,
+    "reason": str,
+}
+_REVOKE_FIELDS = frozenset({"revokedBy", "reason"})
+REASON_MAX_CHARS = 200
+"""A revoke's reason: 1..200 printable characters, stored clear (docs/decisions/0011)."""
 _NAMES = tuple(_REQUIRED)
 _TYPES = tuple(_REQUIRED.values())
-_KINDS = frozenset({"acquire", "renew", "release", "expire", "complete", "scope_release"})
+_KINDS = frozenset({"acquire", "renew", "release", "expire", "complete", "scope_release", "revoke"})
 # One fixed-width time format, so ISO strings order exactly as the instants they name.
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -220,8 +230,12 @@ def _shape(entry: dict[str, Any]) -> str | None:
         return f"{name} is not a {_REQUIRED[name].__name__}"
     if len(entry) != len(_NAMES) and (problem := _optional_shape(entry)):
         return problem
-    if entry["v"] != 1 or entry["kind"] not in _KINDS:
+    if (entry["v"], entry["kind"] == "revoke") not in ((1, False), (2, True)) or (
+        entry["kind"] not in _KINDS
+    ):
         return f"unknown version {entry['v']} or kind {entry['kind']!r}"
+    if entry["v"] == 2 and (problem := _revoke_shape(entry)):
+        return problem
     if not (
         _TIME.fullmatch(entry["time"])
         and _TIME.fullmatch(entry["expiresAt"])
@@ -238,10 +252,30 @@ def _shape(entry: dict[str, Any]) -> str | None:
 
 def _optional_shape(entry: dict[str, Any]) -> str | None:
     for name in entry.keys() - _REQUIRED.keys():
-        if name not in _OPTIONAL:
+        if name not in _OPTIONAL or (name in _REVOKE_FIELDS and entry["v"] != 2):
             return f"unknown field {name!r}"
         if type(entry[name]) is not _OPTIONAL[name]:
             return f"{name} is not a {_OPTIONAL[name].__name__}"
+    return None
+
+
+def _revoke_shape(entry: dict[str, Any]) -> str | None:
+    """Why a v2 entry is not a revoke (0011): its operator pseudonym and reason."""
+    by, reason = entry.get("revokedBy"), entry.get("reason")
+    if type(by) is not str or not _DIGEST.fullmatch(by):
+        return "revokedBy is not 64 lowercase hex digits"
+    if type(reason) is not str or reason_problem(reason) is not None:
+        return f"reason must be {REASON_RULE}"
+    return None
+
+
+REASON_RULE = f"1..{REASON_MAX_CHARS} printable characters (no control or format characters)"
+
+
+def reason_problem(reason: str) -> str | None:
+    """Why ``reason`` cannot be a revoke's reason, or None (the CLI and the audit agree)."""
+    if not 1 <= len(reason) <= REASON_MAX_CHARS or not reason.isprintable():
+        return f"reason must be {REASON_RULE}"
     return None
 
 

@@ -6,8 +6,8 @@ Rules checked per (tenant, resource), each flagged with the entry index it conce
 * no grant finds ``capacity`` leases live (rule 1): a lease is live from its grant until the
   entry that ends it or its ``expiresAt``, whichever comes first (rule 7);
 * every later event names a granted, unended lease with its owner digest (rule 3);
-* renew, release, complete and scope release happen before the lease's expiry (rule 3), an
-  expire not before it (rule 7);
+* renew, release, complete, scope release and an operator's revoke (decisions/0011) happen
+  before the lease's expiry (rule 3), an expire not before it (rule 7);
 * no ``expiresAt`` passes ``absoluteExpiresAt`` (rule 5), which is constant within a lifecycle;
 * no grant follows a completion in the same lifecycle (rule 10).
 
@@ -156,7 +156,8 @@ class Rules:
             self.flag(ev, "capacity", f"{live + 1} live leases exceed capacity {ev.capacity}")
 
     def follow(self, res: _Resource, ev: Event) -> None:
-        """renew, release, complete, scope_release, expire: events of one granted lease."""
+        """renew, release, complete, scope_release, revoke, expire: events of one granted
+        lease (a revoke ends it as a release does, without the owner: 0011)."""
         lease = res.leases.get(ev.token)
         if lease is None:
             what = "was never granted" if ev.token > res.max_token else "has already ended"
