@@ -130,8 +130,9 @@ def _refuse(message: str) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    from ledger.keyring import PSEUDONYM_SECRET
-    from ledger.storage import open_storage, storage_exists
+    from ledger.keyring import NAMES_KEY, PSEUDONYM_SECRET, load_or_create_names_key
+    from ledger.names import NameCodec
+    from ledger.storage import StorageError, open_storage, storage_exists
 
     location = ledger_location(args)
     if not storage_exists(location):
@@ -139,7 +140,13 @@ def _revoke(args: argparse.Namespace) -> int:
     secret_file = args.keys / PSEUDONYM_SECRET
     if not secret_file.is_file():
         return _refuse(f"no {PSEUDONYM_SECRET} in {args.keys} (give `tenure serve --keys`)")
-    storage = open_storage(location)
+    names_file = args.keys / NAMES_KEY
+    if not names_file.is_file():
+        return _refuse(f"no {NAMES_KEY} in {args.keys} (give `tenure serve --keys`)")
+    try:
+        storage = open_storage(location, names=NameCodec(load_or_create_names_key(args.keys)))
+    except StorageError as error:
+        return _refuse(f"cannot open the ledger: {error}")
     try:
         tenant = _tenant(storage, args)
         return _decide(storage, secret_file.read_bytes(), tenant, args)
@@ -161,18 +168,21 @@ def _tenant(storage: Storage, args: argparse.Namespace) -> str:
 def _decide(storage: Storage, secret: bytes, tenant: str, args: argparse.Namespace) -> int:
     from ledger.calls import Limits, now_ms
     from ledger.revoking import RevokeOrder, run_revoke
+    from ledger.storage import StorageError
 
     order = RevokeOrder(
         tenant, args.resource, args.by, args.reason, args.holder, args.fencing_token
     )
     limits = Limits(lifecycle_seconds=args.lifecycle)
-    cluster = _cluster(args)
     try:
-        notify = None if cluster is None else cluster.notify
+        cluster = _cluster(args, secret)
+    except StorageError as error:  # another keys folder than the ledger's nodes use
+        return _refuse(f"cannot join the ledger's nodes: {error}")
+    try:
+        notify = cluster.notify
         revoked = run_revoke(storage, secret, order, now_ms(), limits, notify)
     finally:
-        if cluster is not None:
-            cluster.close()
+        cluster.close()
     if not revoked.known:
         return _refuse(f"no lease was ever granted on {args.resource!r} for {_who(args)}")
     if not revoked.tokens:
@@ -182,14 +192,13 @@ def _decide(storage: Storage, secret: bytes, tenant: str, args: argparse.Namespa
     return 0
 
 
-def _cluster(args: argparse.Namespace) -> Any:
-    """A SQLite folder's membership, to wake at once another process's waiter the revoke
-    granted (a PostgreSQL waiter re-checks at its deadline)."""
-    if args.database is not None:
-        return None
-    from ledger.cluster import Cluster
+def _cluster(args: argparse.Namespace, secret: bytes) -> Any:
+    """The ledger's membership (a SQLite folder's or the PostgreSQL nodes'), to wake at once
+    the waiter of another process that the revoke granted."""
+    from ledger.keyring import keys_fingerprint
+    from ledger.membership import open_membership
 
-    return Cluster(args.data)
+    return open_membership(args.data, args.database, keys_fingerprint(secret))
 
 
 def _who(args: argparse.Namespace) -> str:

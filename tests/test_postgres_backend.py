@@ -82,7 +82,8 @@ def test_the_schema_is_migrated_once_and_its_versions_recorded(postgres_url: str
 
 
 def test_several_nodes_open_one_database_and_their_writes_take_turns(postgres_url: str) -> None:
-    first, second = open_storage(postgres_url), open_storage(postgres_url)
+    first = open_storage(postgres_url, names=NAMES)
+    second = open_storage(postgres_url, names=NAMES)
     entered = threading.Event()
 
     def write_second() -> None:
