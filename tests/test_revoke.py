@@ -144,6 +144,14 @@ def queued(server: Server) -> int:
         storage.close()
 
 
+def queued_in(location: str) -> int:
+    storage = open_storage(location)
+    try:
+        return storage.queued_waiters()
+    finally:
+        storage.close()
+
+
 def wait_for_waiter(server: Server) -> None:
     deadline = time.monotonic() + 10
     while queued(server) < 1:  # the waiter's row is in the shared ledger's waiters table
@@ -286,12 +294,25 @@ def test_revoke_on_postgresql_fences_the_live_servers_holder(
     server = fresh_server.start()
     r = rid()
     where = ["--database", postgres_url, "--keys", str(server.root / "keys")]
-    with server.client() as api:
+    with server.client() as api, server.client() as other:
         old = acquire(api, r, "w1", ttlSeconds=300)
         missing = tenure("lease", "revoke", rid(), "--reason", "x", *where)
         assert missing.returncode == 2 and "no lease was ever granted" in missing.stderr
+        waited: list[httpx.Response] = []
+        body = {"resource": r, "holder": "w3", "waitSeconds": 30}
+        thread = threading.Thread(
+            target=lambda: waited.append(other.post("/api/v1/lease/acquire", json=body))
+        )
+        thread.start()
+        deadline = time.monotonic() + 10
+        while queued_in(postgres_url) < 1:
+            assert time.monotonic() < deadline, "the waiter never queued"
+            time.sleep(0.02)
         done = tenure("lease", "revoke", r, "--reason", "stuck", *where)
         assert done.returncode == 0, done.stderr
+        thread.join(timeout=5)  # woken by the CLI's NOTIFY, not at its 30 s deadline
+        assert not thread.is_alive() and waited[0].json()["data"]["fencingToken"] == 2, waited
         renewed = lease(api, "renew", resource=r, ownerToken=old["ownerToken"])
         assert renewed.json()["data"]["outcome"] == "LOST"
-        assert acquire(api, r, "w2")["fencingToken"] == 2
+        assert lease(api, "release", resource=r, ownerToken=waited[0].json()["data"]["ownerToken"])
+        assert acquire(api, r, "w2")["fencingToken"] == 3
