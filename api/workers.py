@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
 PR_SET_PDEATHSIG = 1
@@ -56,6 +57,7 @@ def die_with_parent(parent: int) -> None:
 
 
 METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+METRICS_PREFIX = "tenure-metrics-"
 
 
 @contextlib.contextmanager
@@ -67,13 +69,22 @@ def _metrics_folder() -> Iterator[None]:
     if os.environ.get(METRICS_ENV):
         yield
         return
-    folder = tempfile.mkdtemp(prefix="tenure-metrics-")  # 0700, this run's only
+    _remove_stale_metrics()
+    folder = tempfile.mkdtemp(prefix=f"{METRICS_PREFIX}{os.getpid()}-")  # 0700, this run's only
     os.environ[METRICS_ENV] = folder
     try:
         yield
     finally:
         del os.environ[METRICS_ENV]
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _remove_stale_metrics() -> None:
+    """Folders of parents that died without cleaning up (kill -9): their pid no longer runs."""
+    for folder in Path(tempfile.gettempdir()).glob(METRICS_PREFIX + "*-*"):
+        pid = folder.name[len(METRICS_PREFIX) :].partition("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 class Workers:
