@@ -38,20 +38,34 @@ def test_a_line_without_a_scope_is_left_as_it_was() -> None:
 
 
 def test_access_lines_are_buffered_and_written_by_the_loop() -> None:
-    """AccessLog writes nothing per request: the loop writes the batch FLUSH_SECONDS later."""
+    """AccessLog writes nothing per request: the loop writes the batch FLUSH_SECONDS later
+    (the loop's clock is fixed and moved by hand)."""
     stream = io.StringIO()
     log = AccessLog(stream)
     scope = {"client": ("10.0.0.1", 5), "method": "POST", "http_version": "1.1"}
+    loop = asyncio.new_event_loop()
+    now = [1000.0]
+    loop.time = lambda: now[0]  # type: ignore[method-assign]
 
-    async def scenario() -> str:
-        for n in range(3):
-            log.request({**scope, "path": f"/api/v1/scopes/s3cret{n}/release"}, 200)
-        written_at_once = stream.getvalue()
-        await asyncio.sleep(FLUSH_SECONDS * 2)
-        assert written_at_once == ""
+    async def turns() -> str:
+        for _ in range(3):
+            await asyncio.sleep(0)  # a few turns of the loop: due timers run, others wait
         return stream.getvalue()
 
-    text = asyncio.run(scenario())
+    async def scenario() -> tuple[str, str, str]:
+        for n in range(3):
+            log.request({**scope, "path": f"/api/v1/scopes/s3cret{n}/release"}, 200)
+        at_once = stream.getvalue()
+        now[0] += FLUSH_SECONDS * 0.9
+        before = await turns()
+        now[0] += FLUSH_SECONDS * 0.2
+        return at_once, before, await turns()
+
+    try:
+        at_once, before, text = loop.run_until_complete(scenario())
+    finally:
+        loop.close()
+    assert at_once == "" and before == ""
     assert text.count('INFO:     10.0.0.1:5 - "POST /api/v1/scopes/[scope]/release HTTP/1.1"') == 3
     assert text.endswith(" 200 OK\n") and "s3cret" not in text
 
