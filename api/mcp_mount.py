@@ -92,6 +92,8 @@ class McpEndpoint:
         await manager.handle_request(scope, receive, send)
 
     async def _started(self) -> StreamableHTTPSessionManager | None:
+        if self._manager is not None:
+            return self._manager
         async with self._starting:
             if self._manager is None and self._task is None and self.running:
                 ready: asyncio.Future[StreamableHTTPSessionManager] = asyncio.Future()
