@@ -17,6 +17,7 @@ units keep per-transaction state: ``begin`` runs after the transaction opened, `
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -30,7 +31,9 @@ T = TypeVar("T")
 Work = Sequence[Change] | Callable[[Transaction], Any]
 """One caller's unit of work: changes to apply in order, or a function run in the transaction."""
 
-_Item = tuple[Work, "asyncio.Future[Any]"]
+Prepare = Callable[[], object]
+"""Work a unit can do before the transaction: it must write nothing and decide nothing."""
+_Item = tuple[Work, "asyncio.Future[Any]", Prepare | None]
 
 
 class BatchHooks(Protocol):
@@ -63,10 +66,20 @@ class GroupCommitter:
         self._thread = threading.Thread(target=self._run, name="tenure-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, work: Callable[[Transaction], T] | Sequence[Change]) -> asyncio.Future[T]:
-        """Queue ``work`` for the next commit; the future resolves with its value once durable."""
+    def submit(
+        self,
+        work: Callable[[Transaction], T] | Sequence[Change],
+        prepare: Prepare | None = None,
+    ) -> asyncio.Future[T]:
+        """Queue ``work`` for the next commit; the future resolves with its value once durable.
+
+        ``prepare`` runs on the writer thread before the batch's transaction opens — while
+        another process may hold the ledger's lock — so the transaction, which excludes every
+        other writer, does less (issue 10). It may only warm caches: an error in it is ignored,
+        and the unit itself meets it again inside the transaction.
+        """
         future: asyncio.Future[T] = self._loop.create_future()
-        self._queue.put((work, future))
+        self._queue.put((work, future, prepare))
         self._last = future
         return future
 
@@ -86,6 +99,7 @@ class GroupCommitter:
                 return
             batch = [item]
             stop = self._drain(batch)
+            _prepare(batch)
             results, error = self._commit(batch)
             self._loop.call_soon_threadsafe(_resolve, batch, results, error)
             if stop:
@@ -108,7 +122,7 @@ class GroupCommitter:
             with self._storage.transaction() as tx:
                 if hooks is not None:
                     hooks.begin(tx)
-                results = [_run_work(tx, work) for work, _ in batch]
+                results = [_run_work(tx, work) for work, _, _ in batch]
         except BaseException as error:  # any failure leaves the outcome unknown
             metrics.commit_done(len(batch), started, ok=False)
             self.failure = error
@@ -123,6 +137,13 @@ class GroupCommitter:
         return results, None
 
 
+def _prepare(batch: list[_Item]) -> None:
+    for _, _, prepare in batch:
+        if prepare is not None:
+            with contextlib.suppress(Exception):  # a cache stays cold; the unit meets it again
+                prepare()
+
+
 def _run_work(tx: Transaction, work: Work) -> Any:
     if callable(work):
         return work(tx)
@@ -133,7 +154,7 @@ def _run_work(tx: Transaction, work: Work) -> Any:
 
 
 def _resolve(batch: list[_Item], results: list[Any], error: BaseException | None) -> None:
-    for n, (_, future) in enumerate(batch):
+    for n, (_, future, _) in enumerate(batch):
         if future.done():
             continue
         if error is None:

@@ -150,6 +150,16 @@ class Decider:
             return None
         return self.commit(call, res, decision, now, token, digest)
 
+    def prepare(self, call: LeaseCall) -> None:
+        """Derive, before the transaction, the pseudonyms recording ``call`` will name (the
+        recorder remembers them): less to do while the ledger's lock is held (issue 10)."""
+        names = self.recorder.pseudonyms(call.tenant)
+        names.resource(call.resource)
+        if call.holder is not None:
+            names.holder(call.holder)
+        if call.scope is not None:
+            names.scope(call.scope)
+
     # -- deciding ----------------------------------------------------------------------------
 
     def owner_token(self, call: LeaseCall, waiter_id: str | None) -> str | None:

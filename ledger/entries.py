@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import base64
 import hmac
+import re
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from ledger.leases import Event
-from verify.jcs import canonicalize
+from verify.jcs import MAX_SAFE_INTEGER, canonicalize
 
 ENTRY_VERSION = 1
 REVOKE_VERSION = 2
@@ -103,7 +104,49 @@ def encode_entry(
     resource: str,
     result_digest: str | None = None,
 ) -> bytes:
-    """The canonical bytes of one entry; these exact bytes are stored, hashed and proven."""
+    """The canonical bytes of one entry; these exact bytes are stored, hashed and proven.
+
+    Written straight into RFC 8785 form (keys sorted, no escapes needed) when every value is
+    ASCII without anything to escape and every integer is safe — every entry but a revoke's,
+    whose reason is free text: the writer makes one per event while it holds the ledger's lock
+    (issue 10). ``tests/test_entry_bytes.py`` proves the bytes equal :func:`canonicalize` of
+    :func:`entry_fields`, which every other entry takes.
+    """
+    lease = event.lease
+    ints = (index, lease.fencing_token, event.capacity, lease.lease_id)
+    trigger = event.trigger
+    if (
+        event.revocation is not None
+        or (trigger is not None and _PLAIN.fullmatch(trigger) is None)
+        or not all(-MAX_SAFE_INTEGER <= n <= MAX_SAFE_INTEGER for n in ints)
+    ):
+        return canonicalize(entry_fields(index, event, names, resource, result_digest))
+    scope = "" if lease.scope is None else f',"scope":"{names.scope(lease.scope)}"'
+    result = "" if result_digest is None else f',"resultDigest":"{result_digest}"'
+    return (
+        f'{{"absoluteExpiresAt":"{iso(event.lifecycle_end)}","capacity":{event.capacity},'
+        f'"expiresAt":"{iso(event.expires_at)}","fencingToken":{lease.fencing_token},'
+        f'"holder":"{names.holder(lease.holder)}","index":{index},"kind":"{event.kind.value}",'
+        f'"leaseId":{lease.lease_id},"ownerTokenDigest":"{lease.owner_digest.hex()}",'
+        f'"resource":"{names.resource(resource)}"{result}{scope},"tenant":"{names.tenant}",'
+        f'"time":"{iso(event.time)}"'
+        + ("" if trigger is None else f',"trigger":"{trigger}"')
+        + f',"v":{ENTRY_VERSION}}}'
+    ).encode()
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.:-]*")
+"""Text that RFC 8785 writes as it is (a trigger is one of the service's own words)."""
+
+
+def entry_fields(
+    index: int,
+    event: Event,
+    names: Pseudonyms,
+    resource: str,
+    result_digest: str | None = None,
+) -> dict[str, Any]:
+    """The entry as a JSON object (DESIGN §4, docs/decisions/0001)."""
     lease = event.lease
     entry: dict[str, Any] = {
         "v": ENTRY_VERSION,
@@ -130,4 +173,4 @@ def encode_entry(
         entry["v"] = REVOKE_VERSION
         entry["revokedBy"] = names.operator(event.revocation.by)
         entry["reason"] = event.revocation.reason
-    return canonicalize(entry)
+    return entry

@@ -40,6 +40,7 @@ class NameCodec:
         self._lookup = hmac.digest(key, LOOKUP_LABEL, "sha256")
         self._aead = ChaCha20Poly1305(hmac.digest(key, SEAL_LABEL, "sha256"))
         self._known: dict[tuple[bytes, str, str], bytes] = {}
+        self._sealed: dict[tuple[object, ...], bytes] = {}
 
     @property
     def check(self) -> str:
@@ -85,8 +86,21 @@ class NameCodec:
         except (InvalidTag, ValueError) as error:
             raise SealError(f"a sealed {table.decode()} value does not open") from error
 
-    def seal_json(self, table: bytes, row: bytes, value: Any) -> bytes:
-        return self.seal(table, row, json.dumps(value).encode())  # the default encoder is fast
+    def seal_json(self, table: bytes, row: bytes, value: list[str | None]) -> bytes:
+        """:meth:`seal` of a list of names as JSON, remembered (a bounded memo): the same names
+        in the same row get the same sealed bytes back, so a writer that sealed them before
+        taking the ledger's lock (:meth:`~ledger.storage.Storage.warm_lease`) only looks them up
+        inside it (issue 10). Sealing one plaintext under one key and associated data twice with
+        one nonce reveals nothing but that it is the same, which the row's digest already says.
+        """
+        key = (table, row, *value)
+        sealed = self._sealed.get(key)
+        if sealed is None:
+            if len(self._sealed) >= _REMEMBERED:
+                self._sealed.clear()
+            plain = json.dumps(value).encode()  # the default encoder is fast
+            sealed = self._sealed[key] = self.seal(table, row, plain)
+        return sealed
 
     def open_json(self, table: bytes, row: bytes, sealed: bytes) -> Any:
         return json.loads(self.open(table, row, sealed))

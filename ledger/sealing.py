@@ -70,6 +70,19 @@ def put_lease(codec: NameCodec, c: PutLease) -> Row:
     return (t, r, c.fencing_token, sealed, c.owner_digest, c.expires_at, scope, c.lease_id)
 
 
+def warm_lease(
+    codec: NameCodec, tenant: str, resource: str, holder: str | None, scope: str | None
+) -> None:
+    """Make, ahead of the transaction, the digests and sealed names a grant of this lease
+    writes (:func:`put_resource`, :func:`put_lease`): the codec remembers them."""
+    t, r = resource_key(codec, tenant, resource)
+    codec.seal_json(RESOURCE_NAME, t + r, [tenant, resource])
+    if holder is not None:
+        codec.seal_json(LEASE, t + r, [tenant, resource, holder, scope])
+    if scope is not None:
+        codec.scope(tenant, scope)
+
+
 def lease_key(codec: NameCodec, tenant: str, resource: str, fencing_token: int) -> Row:
     """``tenant, resource, fencing_token``: the key of one lease."""
     return (*resource_key(codec, tenant, resource), fencing_token)

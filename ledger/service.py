@@ -112,14 +112,19 @@ class LeaseService:
     async def lease(self, call: LeaseCall) -> Answer:
         """Run one lease call; a call that may wait (rule 9) waits for its grant or its time."""
         decider, now = self.decider, self.clock()
+
+        def prepare() -> None:
+            decider.prepare(call)
+            self.storage.warm_lease(call.tenant, call.resource, call.holder, call.scope)
+
         waits = call.op in ACQUIRING and (call.op == "wait" or call.wait_seconds is not None)
         if not waits:
-            work = self.committer.submit(lambda _: decider.lease(call, now, None))
+            work = self.committer.submit(lambda _: decider.lease(call, now, None), prepare)
             return self._cite(await self.durable(work))
         waiter = Waiter(call, asyncio.get_running_loop().create_future())
         decider.local[waiter.waiter_id] = waiter  # before the unit: a grant may come at once
         try:
-            work = self.committer.submit(lambda _: decider.lease(call, now, waiter))
+            work = self.committer.submit(lambda _: decider.lease(call, now, waiter), prepare)
             answer = await self.durable(work)
             if answer is None:
                 answer = await self._wait(waiter)

@@ -162,6 +162,12 @@ class Storage(Protocol):
         """A stored perfect-subtree hash; ``KeyError`` if absent."""
         ...
 
+    def warm_lease(self, tenant: str, resource: str, holder: str | None, scope: str | None) -> None:
+        """Make, outside any transaction, what writing this lease's rows will need (digests,
+        sealed names), so the write transaction, which excludes every other writer, only looks
+        it up (issue 10). Nothing is written; a backend without sealed names does nothing."""
+        ...
+
     def entry(self, index: int) -> bytes | None: ...
 
     def entries(self, start: int, end: int) -> list[tuple[int, bytes]]:

@@ -25,6 +25,7 @@ from typing import TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from ledger import sealing
 from ledger.changes import Change
 from ledger.leases import Resource
 from ledger.names import NameCodec, needs_names
@@ -180,6 +181,10 @@ class PostgresStorage:
 
     def _read(self, read: Callable[[Conn], T]) -> T:
         return self._reader.run(read)
+
+    def warm_lease(self, tenant: str, resource: str, holder: str | None, scope: str | None) -> None:
+        if self._names is not None:
+            sealing.warm_lease(self._names, tenant, resource, holder, scope)
 
     def tree_size(self) -> int:
         return self._read(reads.tree_size)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ledger import sealing
 from ledger.changes import Change
 from ledger.leases import Resource
 from ledger.names import NameCodec, needs_names
@@ -168,6 +169,10 @@ class SQLiteStorage:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+
+    def warm_lease(self, tenant: str, resource: str, holder: str | None, scope: str | None) -> None:
+        if self._names is not None:
+            sealing.warm_lease(self._names, tenant, resource, holder, scope)
 
     def tree_size(self) -> int:
         return reads.tree_size(self._reader)
