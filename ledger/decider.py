@@ -84,6 +84,10 @@ class Decider:
         """This process's waiters by id: the loop adds one before its call is queued."""
         self._tx: Transaction | None = None
         self._cache: dict[Key, Resource] = {}
+        self._upcoming: list[Key] = []
+        self._minted: dict[int, str] = {}
+        """Fresh owner tokens made by ``prepare``, by the id of the call they are for."""
+        """The resources the next batch's calls name (``prepare``): read together at ``begin``."""
         self.served: list[tuple[str, str]] = []
         self.serving: set[Key] = set()
         self.published = Position(0, b64(EMPTY_ROOT))
@@ -97,9 +101,15 @@ class Decider:
         if not self._tree_known or self.recorder.tree.size != size:
             self.recorder.tree = CompactRange.load(size, tx.node)
             self._tree_known = True
+        upcoming, self._upcoming = self._upcoming, []
+        if upcoming:
+            found = tx.resources(upcoming)
+            for key in upcoming:
+                self._cache[key] = found.get(key) or Resource(*key)
 
     def committed(self) -> None:
         self.published = self.recorder.position()
+        self._minted.clear()
         served, self.served, self._tx, self._cache = self.served, [], None, {}
         for worker, waiter_id in served:
             waiter = self.local.get(waiter_id) if worker == self.worker else None
@@ -112,7 +122,8 @@ class Decider:
         """Nothing of the batch is on disk: forget the frontier and fail this process's waiters
         (their rows, if any survive, are dropped when next met: nobody here collects them)."""
         self._tree_known = False
-        self.served, self._tx, self._cache = [], None, {}
+        self.served, self._tx, self._cache, self._upcoming = [], None, {}, []
+        self._minted.clear()
         failure = StorageUnavailable(f"the ledger could not be written: {error}")
         for waiter in list(self.local.values()):
             waiter.granted = None
@@ -151,8 +162,12 @@ class Decider:
         return self.commit(call, res, decision, now, token, digest)
 
     def prepare(self, call: LeaseCall) -> None:
-        """Derive, before the transaction, the pseudonyms recording ``call`` will name (the
-        recorder remembers them): less to do while the ledger's lock is held (issue 10)."""
+        """Before the transaction: derive the pseudonyms recording ``call`` will name (the
+        recorder remembers them) and note its resource, which ``begin`` reads with the rest of
+        the batch's — less to do while the ledger's lock is held (issue 10)."""
+        self._upcoming.append((call.tenant, call.resource))
+        if call.op in ACQUIRING and not call.request_id:
+            self._minted[id(call)] = new_owner_token()  # used unless the call waits
         names = self.recorder.pseudonyms(call.tenant)
         names.resource(call.resource)
         if call.holder is not None:
@@ -171,7 +186,7 @@ class Decider:
             return derived_owner_token(self._master, REQUEST_LABEL, call.tenant, call.request_id)
         if waiter_id is not None:
             return derived_owner_token(self._master, WAITER_LABEL, waiter_id)
-        return new_owner_token()
+        return self._minted.pop(id(call), None) or new_owner_token()
 
     def decide(self, call: LeaseCall, res: Resource, now: int, token: str | None) -> Decision:
         presented = owner_digest(call.owner_token) if call.owner_token else None

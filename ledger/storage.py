@@ -13,7 +13,7 @@ contract suite ``tests/test_storage_contract.py``; nothing above this module kno
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +89,11 @@ class Transaction(Protocol):
 
     def resource(self, tenant: str, name: str) -> Resource | None:
         """The resource row with its live leases, as this transaction sees it."""
+        ...
+
+    def resources(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Resource]:
+        """:meth:`resource` of many at once (those that exist), as the batch about to be
+        decided names them (issue 10)."""
         ...
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None: ...

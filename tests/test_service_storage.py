@@ -118,3 +118,29 @@ def test_a_failed_sweep_recovers_and_records_the_expiry_again(tmp_path: Path) ->
         conn.close()
 
     asyncio.run(scenario())
+
+
+def test_one_batch_of_equal_calls_gets_distinct_owner_tokens_and_capacity_holds(
+    tmp_path: Path,
+) -> None:
+    """Calls queued together are prepared together (tokens minted, resources read at once,
+    issue 10): each call gets its own owner token — one call object queued twice too — and a
+    resource named by several calls of the batch is decided against what the earlier ones did."""
+
+    async def scenario() -> None:
+        storage = open_storage(tmp_path, names=NAMES)
+        service = LeaseService(storage, SECRET)
+        await service.start()
+        calls = [LeaseCall("acquire", "t", "pool", holder=f"w{n}", capacity=3) for n in range(4)]
+        answers = await asyncio.gather(*(service.lease(c) for c in [*calls, calls[0]]))
+        outcomes = [answer.data["outcome"] for answer in answers]
+        assert outcomes.count("GRANTED") == 3, outcomes
+        tokens = [a.data["ownerToken"] for a in answers if a.data["outcome"] == "GRANTED"]
+        assert len(set(tokens)) == 3
+        for token in tokens:  # each token releases its own lease, once
+            released = await service.lease(LeaseCall("release", "t", "pool", owner_token=token))
+            assert released.data["outcome"] == "RELEASED"
+        await service.stop()
+        storage.close()
+
+    asyncio.run(scenario())

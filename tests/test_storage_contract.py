@@ -366,3 +366,36 @@ def test_a_failed_commit_refuses_its_batch_and_the_next_one_tries_again(storage:
         assert [i for i, _ in storage.entries(0, 9)] == [1, 2, 3]  # nothing of the failed one
 
     run(scenario, storage)
+
+
+def test_many_resources_read_at_once_as_one_by_one(storage: Storage) -> None:
+    keys = [("t", f"r{n}") for n in range(70)] + [("u", "r1"), ("t", "missing"), ("t", "r3")]
+    with storage.transaction() as tx:
+        for n in range(0, 70, 2):  # every other one exists, with one or two leases
+            tx.apply(PutResource("t", f"r{n}", 2, n + 2, None, None, None, None, None))
+            for token in range(n + 1, n + 3 if n % 4 else n + 2):
+                tx.apply(PutLease("t", f"r{n}", token, f"h{token}", b"d" * 32, 5_000, None, n))
+        tx.apply(PutResource("u", "r1", 1, 1, None, None, None, None, None))
+        inside = tx.resources(keys)  # before the commit: this transaction's own rows
+        assert inside == {key: tx.resource(*key) for key in keys if tx.resource(*key)}
+    with storage.transaction() as tx:
+        found = tx.resources(keys)
+        assert found == {key: tx.resource(*key) for key in keys if tx.resource(*key)}
+        assert len(found) == 36 and found[("t", "r4")].leases[0].holder == "h5"
+        assert [lease.fencing_token for lease in found[("t", "r2")].leases] == [3, 4]
+
+
+def test_changes_of_one_transaction_take_effect_in_their_order(storage: Storage) -> None:
+    first = PutResource("t", "r", 1, 1, None, None, None, None, None)
+    with storage.transaction() as tx:
+        tx.apply(first)
+        tx.apply(PutLease("t", "r", 1, "a", b"d" * 32, 5_000, None, 0))
+        tx.apply(SetLeaseExpiry("t", "r", 1, 6_000))
+        tx.apply(DropLease("t", "r", 1))
+        tx.apply(PutLease("t", "r", 2, "b", b"e" * 32, 7_000, None, 1))
+        tx.apply(SetLeaseExpiry("t", "r", 2, 8_000))
+        tx.apply(PutResource("t", "r", 1, 2, None, None, None, None, None))
+    with storage.transaction() as tx:
+        assert tx.resource("t", "r") == Resource(
+            "t", "r", 1, 2, leases=[Lease("b", 2, b"e" * 32, 8_000, None, 1)]
+        )

@@ -18,7 +18,7 @@ who is alive, who leads and how waiters are woken across nodes is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -85,6 +85,10 @@ class PostgresTransaction:
 
     def resource(self, tenant: str, name: str) -> Resource | None:
         return reads.resource(self.conn, self._names, tenant, name)
+
+    def resources(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Resource]:
+        found = {key: self.resource(*key) for key in dict.fromkeys(keys)}
+        return {key: res for key, res in found.items() if res is not None}
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         return reads.request(self.conn, self._names, tenant, request_id)

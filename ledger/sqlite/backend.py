@@ -11,7 +11,7 @@ import fcntl
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from ledger.changes import Change
 from ledger.leases import Resource
 from ledger.names import NameCodec, needs_names
 from ledger.sqlite import reads
+from ledger.sqlite.pending import PendingWrites
 from ledger.sqlite.schema import DB_NAME, NAMES_STEP, connect, open_db
 from ledger.sqlite.store import apply
 from ledger.storage import (
@@ -37,51 +38,70 @@ def exists(data_dir: Path) -> bool:
 
 
 class SQLiteTransaction:
-    """One ``BEGIN IMMEDIATE`` transaction of the writer connection."""
+    """One ``BEGIN IMMEDIATE`` transaction of the writer connection.
+
+    The hot changes are held back (``ledger/sqlite/pending.py``) and written, a few statements
+    per table, before the transaction next reads and when it commits (:meth:`flush`).
+    """
 
     def __init__(self, conn: sqlite3.Connection, names: NameCodec | None) -> None:
         self._conn = conn
         self._names_or_none = names
+        self._pending = PendingWrites()
 
     @property
     def _names(self) -> NameCodec:
         return needs_names(self._names_or_none)
 
     def apply(self, change: Change) -> None:
-        apply(self._conn, self._names, change)
+        names = self._names
+        if not self._pending.add(names, change):
+            self.flush()
+            apply(self._conn, names, change)
+
+    def flush(self) -> None:
+        """Write the held-back changes: every read sees them, and the commit makes them durable."""
+        self._pending.flush(self._conn)
+
+    def _reading(self) -> sqlite3.Connection:
+        self._pending.flush(self._conn)
+        return self._conn
 
     def tree_size(self) -> int:
-        return reads.tree_size(self._conn)
+        return reads.tree_size(self._reading())
 
     def node(self, level: int, index: int) -> bytes:
-        return reads.node(self._conn, level, index)
+        return reads.node(self._reading(), level, index)
 
     def resource(self, tenant: str, name: str) -> Resource | None:
-        return reads.resource(self._conn, self._names, tenant, name)
+        return reads.resource(self._reading(), self._names, tenant, name)
+
+    def resources(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Resource]:
+        return reads.resources(self._reading(), self._names, keys)
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
-        return reads.request(self._conn, self._names, tenant, request_id)
+        return reads.request(self._reading(), self._names, tenant, request_id)
 
     def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.expired_leases(self._conn, self._names, now, limit)
+        return reads.expired_leases(self._reading(), self._names, now, limit)
 
     def ended_lifecycles(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.ended_lifecycles(self._conn, self._names, now, limit)
+        return reads.ended_lifecycles(self._reading(), self._names, now, limit)
 
     def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.due_scopes(self._conn, self._names, now, limit)
+        return reads.due_scopes(self._reading(), self._names, now, limit)
 
     def scope_resources(self, tenant: str, scope: str) -> list[str]:
-        return reads.scope_resources(self._conn, self._names, tenant, scope)
+        return reads.scope_resources(self._reading(), self._names, tenant, scope)
 
     def waiters(self, tenant: str, resource: str) -> list[WaiterRecord]:
-        return reads.waiters(self._conn, self._names, tenant, resource)
+        return reads.waiters(self._reading(), self._names, tenant, resource)
 
     def waiter(self, waiter_id: str) -> WaiterRecord | None:
-        return reads.waiter(self._conn, self._names, waiter_id)
+        return reads.waiter(self._reading(), self._names, waiter_id)
 
     def waiter_workers(self) -> list[str]:
-        return reads.waiter_workers(self._conn)
+        return reads.waiter_workers(self._reading())
 
 
 class SQLiteSnapshot:
@@ -163,7 +183,9 @@ class SQLiteStorage:
         with self._thread_lock, _flocked(self._lock_fd):
             conn.execute("BEGIN IMMEDIATE")
             try:
-                yield SQLiteTransaction(conn, self._names)
+                tx = SQLiteTransaction(conn, self._names)
+                yield tx
+                tx.flush()
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:

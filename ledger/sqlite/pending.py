@@ -1,0 +1,137 @@
+"""The hot changes of one write transaction, held back and written in a few statements (issue 10).
+
+A batch of lease calls appends an entry, a few tree nodes, a resource row and a lease row per
+event. Written one statement each, that is four or five calls into SQLite per event while the
+ledger's lock is held — and every call releases the interpreter lock, which the busy event-loop
+thread then keeps for a while. :class:`PendingWrites` keeps those changes until the transaction
+next reads or commits, then writes each table's rows with multi-row statements.
+
+Order is kept where it matters: entries, nodes and resource rows in the order they came (a later
+resource row replaces an earlier one of the same resource, as ``INSERT OR REPLACE`` did); lease
+rows are inserted, then re-dated, then deleted — a lease's key holds its fencing token, which is
+never reused, so a lease is inserted before it is renewed or dropped, and never after. Any other
+change flushes the pending ones first and is applied as it comes (``ledger/sqlite/store.py``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from functools import lru_cache
+
+from ledger import sealing
+from ledger.changes import (
+    AppendEntry,
+    Change,
+    DropLease,
+    PutLease,
+    PutNodes,
+    PutResource,
+    SetLeaseExpiry,
+)
+from ledger.names import NameCodec
+
+Row = tuple[object, ...]
+MAX_ROWS = 64
+"""Rows per statement; statements are made for powers of two up to it, so few are prepared."""
+
+_ENTRIES = "INSERT INTO entries(idx, leaf) VALUES "
+_NODES = "INSERT INTO tree_nodes(level, idx, hash) VALUES "
+_RESOURCES = (
+    "INSERT OR REPLACE INTO resources(tenant, name, sealed, capacity, max_token, lifecycle_end,"
+    " fingerprint, result, completed_at, completed_fingerprint) VALUES "
+)
+_LEASES = (
+    "INSERT INTO leases(tenant, resource, fencing_token, sealed, owner_digest, expires_at, scope,"
+    " lease_id) VALUES "
+)
+_EXPIRY = "UPDATE leases SET expires_at = ? WHERE tenant = ? AND resource = ? AND fencing_token = ?"
+_DROP = "DELETE FROM leases WHERE tenant = ? AND resource = ? AND fencing_token = ?"
+
+
+class PendingWrites:
+    """The held-back rows of one transaction (see module doc)."""
+
+    entries: list[Row]
+    nodes: list[Row]
+    resources: dict[Row, Row]
+    leases: list[Row]
+    expiries: list[Row]
+    drops: list[Row]
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget everything held back (the transaction ended)."""
+        self.entries, self.nodes, self.resources = [], [], {}
+        self.leases, self.expiries, self.drops = [], [], []
+
+    def add(self, names: NameCodec, change: Change) -> bool:
+        """Hold ``change`` back if it is one of the hot kinds; False if it must be applied now."""
+        match change:
+            case AppendEntry():
+                self.entries.append((change.index, change.leaf))
+            case PutNodes():
+                self.nodes.extend(change.nodes)
+            case PutResource():
+                row = sealing.put_resource(names, change)
+                self.resources.pop(row[:2], None)  # a later row of a resource replaces it
+                self.resources[row[:2]] = row
+            case PutLease():
+                self.leases.append(sealing.put_lease(names, change))
+            case SetLeaseExpiry():
+                key = sealing.lease_key(names, change.tenant, change.resource, change.fencing_token)
+                self.expiries.append((change.expires_at, *key))
+            case DropLease():
+                key = sealing.lease_key(names, change.tenant, change.resource, change.fencing_token)
+                self.drops.append(key)
+            case _:
+                return False
+        return True
+
+    def flush(self, conn: sqlite3.Connection) -> None:
+        """Write everything held back, in the order the module doc gives, and forget it."""
+        if self.entries:
+            insert_rows(conn, _ENTRIES, self.entries)
+        if self.nodes:
+            insert_rows(conn, _NODES, self.nodes)
+        if self.resources:
+            insert_rows(conn, _RESOURCES, list(self.resources.values()))
+        if self.leases:
+            insert_rows(conn, _LEASES, self.leases)
+        if self.expiries:
+            conn.executemany(_EXPIRY, self.expiries)
+        if self.drops:
+            conn.executemany(_DROP, self.drops)
+        self.clear()
+
+
+def insert_rows(conn: sqlite3.Connection, head: str, rows: Sequence[Row]) -> None:
+    """``head`` (``INSERT … VALUES ``) for every row, up to :data:`MAX_ROWS` per statement."""
+    width = len(rows[0])
+    for start, count in chunks(len(rows)):
+        params = [value for row in rows[start : start + count] for value in row]
+        conn.execute(head + values(width, count), params)
+
+
+def chunks(total: int) -> Iterator[tuple[int, int]]:
+    """``(start, count)`` runs covering ``total`` items, each count a power of two ≤ MAX_ROWS."""
+    start = 0
+    while start < total:
+        count = min(MAX_ROWS, 1 << ((total - start).bit_length() - 1))
+        yield start, count
+        start += count
+
+
+@lru_cache(maxsize=64)
+def values(width: int, count: int) -> str:
+    """``(?, …), …``: ``count`` groups of ``width`` placeholders."""
+    group = "(" + ", ".join("?" * width) + ")"
+    return ", ".join([group] * count)
+
+
+@lru_cache(maxsize=16)
+def marks(count: int) -> str:
+    """``?, …``: ``count`` placeholders, for ``IN (…)``."""
+    return ", ".join("?" * count)

@@ -1,0 +1,39 @@
+"""SQLite writes a batch's hot changes in a few statements per table (issue 10)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ledger.changes import AppendEntry, PutLease, PutNodes, PutResource
+from ledger.sqlite.backend import SQLiteStorage
+from ledger.sqlite.pending import chunks
+from tests.names_key import NAMES
+
+
+def test_a_batch_of_grants_takes_a_few_statements_not_four_per_event(tmp_path: Path) -> None:
+    storage = SQLiteStorage.open(tmp_path, NAMES)
+    statements: list[str] = []
+    storage._writer.set_trace_callback(statements.append)
+    keys = [("t", f"job-{n}") for n in range(100)]
+    with storage.transaction() as tx:
+        assert tx.resources(keys) == {}
+        for n, (tenant, name) in enumerate(keys):
+            tx.apply(AppendEntry(n, b"{}"))
+            tx.apply(PutNodes(((0, n, bytes(32)),)))
+            tx.apply(PutResource(tenant, name, 1, 1, None, None, None, None, None))
+            tx.apply(PutLease(tenant, name, 1, "w", bytes(32), 9, None, n))
+    writes = [s for s in statements if s.startswith(("INSERT", "UPDATE", "DELETE"))]
+    assert len(writes) == 4 * 3  # per table, 100 rows in statements of 64, 32 and 4 (not 400)
+    assert storage.tree_size() == 100
+    with storage.transaction() as tx:
+        assert len(tx.resources(keys)) == 100
+    storage.close()
+
+
+def test_chunks_cover_every_row_once_in_powers_of_two() -> None:
+    for total in range(300):
+        runs = list(chunks(total))
+        assert [n for start, count in runs for n in range(start, start + count)] == list(
+            range(total)
+        )
+        assert all(count & (count - 1) == 0 and count <= 64 for _, count in runs)
