@@ -120,6 +120,7 @@ class GroupCommitter:
         started = metrics.commit_started()
         try:
             with self._storage.transaction() as tx:
+                metrics.transaction_opened(started)
                 if hooks is not None:
                     hooks.begin(tx)
                 results = [_run_work(tx, work) for work, _, _ in batch]

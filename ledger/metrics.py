@@ -22,6 +22,12 @@ COMMIT_SECONDS = Histogram(
     "Time one group commit took, from BEGIN to a durable COMMIT.",
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
 )
+LOCK_WAIT_SECONDS = Histogram(
+    "tenure_ledger_lock_wait_seconds",
+    "Time a group commit waited for the ledger's write lock (held by another worker process,"
+    " another node or `tenure lease revoke`) before its transaction opened.",
+    buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+)
 COMMIT_FAILURES = Counter(
     "tenure_commit_failures_total", "Group commits that failed (the outcome was unknown)."
 )
@@ -32,8 +38,14 @@ def commit_started() -> float:
     return time.perf_counter()
 
 
+def transaction_opened(started: float) -> None:
+    """The group commit begun at ``started`` holds the ledger's write lock now."""
+    LOCK_WAIT_SECONDS.observe(time.perf_counter() - started)
+
+
 def commit_done(batch: int, started: float, ok: bool = True) -> None:
-    """One group commit of ``batch`` units of work ended (``ok``: durably)."""
+    """One group commit of ``batch`` units of work ended (``ok``: durably; the duration includes
+    the wait for the lock)."""
     COMMIT_BATCH.observe(batch)
     COMMIT_SECONDS.observe(time.perf_counter() - started)
     if not ok:

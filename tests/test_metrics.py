@@ -191,3 +191,22 @@ def _metrics_folder_of(parent: int) -> Path:
     environ = Path(f"/proc/{children[0]}/environ").read_bytes().split(b"\0")
     found = [v for v in environ if v.startswith(b"PROMETHEUS_MULTIPROC_DIR=")]
     return Path(found[0].partition(b"=")[2].decode())
+
+
+def test_a_writer_waiting_for_the_ledgers_lock_is_measured(fresh_server: Server) -> None:
+    """Another writer (here the test, as `tenure lease revoke` would) holds the ledger's write
+    lock: the server's next commit waits for it, and `/metrics` says how long."""
+    import fcntl
+
+    server = fresh_server.start()
+    with server.client() as client:
+        lease(client, "acquire", resource=rid(), holder="w")
+        before = value(scrape(client), "tenure_ledger_lock_wait_seconds_sum")
+        with open(server.data / "tenure.lock", "rb+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            releaser = threading.Timer(0.3, fcntl.flock, (lock, fcntl.LOCK_UN))
+            releaser.start()
+            assert lease(client, "acquire", resource=rid(), holder="w").status_code == 201
+            releaser.join()
+        waited = value(scrape(client), "tenure_ledger_lock_wait_seconds_sum") - before
+    assert 0.25 <= waited < 5
