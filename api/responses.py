@@ -14,6 +14,11 @@ from ledger.calls import now_ms
 from ledger.entries import iso
 from ledger.provenance import Issuer, canonical_request
 from verify.dataintegrity import JCS_SUITE, SUITES
+from verify.jcs import HAVE_ORJSON, is_plain
+from verify.receipt import SECRET_DATA_FIELDS
+
+if HAVE_ORJSON:
+    import orjson
 
 JSON = "application/json"
 
@@ -25,6 +30,18 @@ def dumps(value: Any) -> bytes:
     """Compact JSON, as ``json.dumps(value, separators=(",", ":"), ensure_ascii=False)`` writes
     it, with one encoder made once instead of one per answer."""
     return _ENCODER.encode(value).encode()
+
+
+def dumps_plain(value: Any) -> bytes:
+    """:func:`dumps` of a value made of parts ``verify.jcs.is_plain`` accepted, by orjson where
+    installed: for such values it writes the same compact text, in the same order, ~8× faster
+    (issue 10). What orjson refuses (a lone surrogate, deep nesting) is left to ``json``."""
+    if HAVE_ORJSON:
+        try:
+            return orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            pass
+    return dumps(value)
 
 
 def raw(value: Any, status: int = 200) -> Response:
@@ -87,8 +104,16 @@ def respond(
     if text is None:
         envelope = dumps({"data": data, "_provenance": credential})
     else:  # the credential's JSON is already made: encoding it again was ~5% of an answer
-        envelope = b'{"data":' + dumps(data) + b',"_provenance":' + text + b"}"
+        envelope = b'{"data":' + _data_text(data) + b',"_provenance":' + text + b"}"
     return Response(envelope, status, headers, media_type=JSON)
+
+
+def _data_text(data: dict[str, Any]) -> bytes:
+    """The JSON of an answer's ``data`` whose hashed part the issuer found plain (it returned
+    the credential's text): plain as a whole if the secrets it hands the caller are too."""
+    if all(is_plain(data[name]) for name in SECRET_DATA_FIELDS if name in data):
+        return dumps_plain(data)
+    return dumps(data)
 
 
 def error_response(

@@ -1,0 +1,98 @@
+"""orjson writes the answers' JSON (issue 10) and must write exactly the bytes ``json`` wrote.
+
+``verify.jcs.encode_sorted`` (the RFC 8785 fast path, sorted keys) and ``api.responses.dumps_plain``
+(the envelope's ``data``, insertion order) use orjson where the server's extra installed it; for
+every value ``verify.jcs.is_plain`` accepts, their bytes must equal the ``json`` module's, and
+what orjson refuses must be answered as ``json`` answered it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from api.responses import dumps, dumps_plain
+from verify import jcs
+from verify.errors import MalformedInput
+
+# Every code point, lone surrogates included, and keys that sort differently by UTF-16 units.
+_text = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF))
+_key = _text | st.sampled_from(["\ue000", "\U0001f600", "\uffff", "\x7f", "\u2028", "a", "é"])
+_scalar = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _text
+)
+_json = st.recursive(
+    _scalar,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(_key, inner, max_size=5),
+    max_leaves=30,
+)
+
+
+def test_the_server_extra_brings_orjson() -> None:
+    """Without it the fast paths below would compare ``json`` with itself."""
+    assert jcs.HAVE_ORJSON
+
+
+@settings(max_examples=600, deadline=None)
+@given(_json)
+def test_sorted_bytes_equal_the_json_modules_for_every_plain_value(value: Any) -> None:
+    if not jcs.is_plain(value):
+        return
+    try:
+        expected = jcs.encode_json(value)
+    except UnicodeEncodeError:
+        with pytest.raises(MalformedInput):
+            jcs.encode_plain(value)
+        with pytest.raises(MalformedInput):
+            jcs.canonicalize(value)
+        return
+    assert jcs.encode_sorted(value) == expected
+    assert jcs.encode_plain(value) == expected
+    assert jcs.canonicalize(value) == expected == rfc8785.dumps(value)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_json)
+def test_the_envelope_data_text_equals_the_json_modules(value: Any) -> None:
+    if not jcs.is_plain(value):
+        return
+    try:
+        expected = dumps(value)
+    except UnicodeEncodeError:
+        with pytest.raises(UnicodeEncodeError):
+            dumps_plain(value)
+        return
+    assert dumps_plain(value) == expected
+
+
+def test_what_orjson_refuses_is_answered_as_before() -> None:
+    deep: Any = "x"
+    for _ in range(300):  # past orjson's 255 levels, well within json's
+        deep = {"k": [deep]}
+    assert jcs.encode_sorted(deep) == jcs.encode_json(deep) == rfc8785.dumps(deep)
+    assert dumps_plain(deep) == dumps(deep)
+    with pytest.raises(MalformedInput):
+        jcs.encode_plain({"a": "\ud800"})
+    with pytest.raises(UnicodeEncodeError):
+        dumps_plain({"a": ["\udfff"]})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"b": '\x00\x1f\x7f\u2028\u2029"\\/\b\f\n\r\t', "a": [True, False, None]},
+        {"z": 2**53 - 1, "y": -(2**53) + 1, "x": 0, "\ue000": {}, "": []},
+        {"\U0001f600": "\U0001f600", "é": 1},
+    ],
+)
+def test_known_edges(value: dict[str, Any]) -> None:
+    assert jcs.encode_sorted(value) == jcs.encode_json(value)
+    assert dumps_plain(value) == dumps(value)
