@@ -12,7 +12,7 @@ from fastapi.responses import Response
 from api.lease_fast import LEASE_PATH, LeaseFastPath
 from api.metrics import lease_answered
 from api.names import RULE, high_entropy
-from api.requests import caller_tenant, limit_client, parse, read_body, runtime_of
+from api.requests import caller_tenant, limit_client, parse, parse_body, read_body, runtime_of
 from api.responses import respond, suite_of
 from api.schemas import OPS, InputError, LeaseBody, NamespaceBody
 from api.settings import Settings
@@ -71,7 +71,9 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     suite = suite_of(request)  # refuse a bad Accept-Provenance before doing anything
     raw_body = await read_body(request, limit)
     service = runtime_of(request).service
-    body = parse(LeaseBody, raw_body, {"ttlSeconds": (1, service.limits.ttl_max_seconds)})
+    body, document = parse_body(
+        LeaseBody, raw_body, {"ttlSeconds": (1, service.limits.ttl_max_seconds)}
+    )
     op = path_op or body.op
     if op is None:
         raise InputError("missing", "op is required in the body or the path", "op")
@@ -93,7 +95,8 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     if answer.outcome is Outcome.HELD:
         headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}
     cited = (answer.entry, answer.pseudonyms)
-    return respond(request, answer.data, status_of(answer), headers, cited, raw_body, suite)
+    status = status_of(answer)
+    return respond(request, answer.data, status, headers, cited, raw_body, suite, document)
 
 
 def _replay_owner_token(call: LeaseCall, answer: Answer) -> None:

@@ -7,7 +7,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from api.refusals import InputError, Ranges, not_json
 from api.schemas import input_error
 from api.tenancy import RateLimiter, Tenancy
+from ledger.provenance import UNPARSED
 from ledger.service import LeaseService
 
 
@@ -130,9 +131,22 @@ M = TypeVar("M", bound=BaseModel)
 
 def parse(model: type[M], body: bytes, ranges: Ranges | None = None) -> M:
     """The body as ``model``, strictly: I-JSON (no duplicate keys), then the schema's rules."""
-    refuse_duplicate_keys(body)
+    return parse_body(model, body, ranges).model
+
+
+class Parsed(NamedTuple, Generic[M]):
+    """A body as its model, and as ``json.loads`` read it (``ledger.provenance.UNPARSED`` if
+    it was not read: no string in it, or not JSON) for the receipt's canonical request."""
+
+    model: M
+    document: Any
+
+
+def parse_body(model: type[M], body: bytes, ranges: Ranges | None = None) -> Parsed[M]:
+    """:func:`parse`, keeping the document the duplicate-key check read (it is not read twice)."""
+    document = refuse_duplicate_keys(body)
     try:
-        return model.model_validate_json(body or b"{}")
+        return Parsed(model.model_validate_json(body or b"{}"), document)
     except ValidationError as error:
         raise input_error(error, ranges) from error
 
@@ -171,14 +185,15 @@ def _duplicate(error: DuplicateKey) -> InputError:
     return InputError("duplicate_key", message, error.key)
 
 
-def refuse_duplicate_keys(body: bytes) -> None:
+def refuse_duplicate_keys(body: bytes) -> Any:
     """Refuse a body whose objects repeat a key; a body that is not JSON is left to the parser
-    that reports it."""
+    that reports it. Returns the document read (``json.loads``'s value: with no key repeated
+    the pairs make the same dicts), or ``UNPARSED`` where it read none."""
     if b'"' not in body:
-        return
+        return UNPARSED
     try:
-        json.loads(body, object_pairs_hook=_unique)
+        return json.loads(body, object_pairs_hook=_unique)
     except DuplicateKey as error:
         raise _duplicate(error) from error
     except (ValueError, RecursionError):
-        return
+        return UNPARSED

@@ -12,7 +12,7 @@ from fastapi.responses import Response
 from api.schemas import InputError
 from ledger.calls import now_ms
 from ledger.entries import iso
-from ledger.provenance import Issuer, canonical_request
+from ledger.provenance import UNPARSED, Issuer, canonical_request
 from verify.dataintegrity import JCS_SUITE, SUITES
 from verify.jcs import HAVE_ORJSON, is_plain
 from verify.receipt import SECRET_DATA_FIELDS
@@ -83,12 +83,14 @@ def respond(
     cited: tuple[bytes | None, dict[str, str] | None] = (None, None),
     body: bytes | None = None,
     suite: str | None = None,
+    document: Any = UNPARSED,
 ) -> Response:
     """The envelope: `data` and a credential over it, its request and its ledger entry
     (``cited``: the entry's bytes and the pseudonyms it names, carried up from the service).
 
-    A route that read the body and chose the suite passes them; error answers, raised before
-    or while the route ran, fall back to what the request says.
+    A route that read the body and chose the suite passes them (and the body's JSON
+    ``document``, if it parsed it); error answers, raised before or while the route ran, fall
+    back to what the request says.
     """
     issuer: Issuer = request.app.state.issuer
     if suite is None:
@@ -98,7 +100,7 @@ def respond(
             suite = JCS_SUITE  # the refusal of a bad Accept-Provenance is itself signed with jcs
     if body is None:
         body = getattr(request.state, "body", None)
-    canonical = canonical_request(request.method, request_path(request), body)
+    canonical = canonical_request(request.method, request_path(request), body, document)
     entry, names = cited
     credential, text = issuer.issue_json(data, canonical, entry, names, iso(_now(request)), suite)
     if text is None:
