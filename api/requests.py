@@ -154,7 +154,7 @@ def parse_body(model: type[M], body: bytes, ranges: Ranges | None = None) -> Par
 def parse_json(body: bytes) -> Any:
     """Any JSON document (verify-provenance), refusing duplicate keys."""
     try:
-        return json.loads(body, object_pairs_hook=_unique)
+        return loads_unique(body)
     except DuplicateKey as error:
         raise _duplicate(error) from error
     except ValueError as error:
@@ -180,6 +180,16 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
+_UNIQUE = json.JSONDecoder(object_pairs_hook=_unique)
+
+
+def loads_unique(body: bytes) -> Any:
+    """``json.loads(body, object_pairs_hook=_unique)`` with one decoder made once (json.loads
+    makes a decoder and its scanner per call when given a hook): the same decoding of bytes
+    (RFC 8259 §8.1 encoding detection, a UTF-8 BOM dropped), the same values and errors."""
+    return _UNIQUE.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
+
+
 def _duplicate(error: DuplicateKey) -> InputError:
     message = f"duplicate key {error.key!r} in a JSON object (I-JSON, RFC 7493 §2.3)"
     return InputError("duplicate_key", message, error.key)
@@ -192,7 +202,7 @@ def refuse_duplicate_keys(body: bytes) -> Any:
     if b'"' not in body:
         return UNPARSED
     try:
-        return json.loads(body, object_pairs_hook=_unique)
+        return loads_unique(body)
     except DuplicateKey as error:
         raise _duplicate(error) from error
     except (ValueError, RecursionError):
