@@ -107,7 +107,38 @@ def respond(
         envelope = dumps({"data": data, "_provenance": credential})
     else:  # the credential's JSON is already made: encoding it again was ~5% of an answer
         envelope = b'{"data":' + _data_text(data) + b',"_provenance":' + text + b"}"
-    return Response(envelope, status, headers, media_type=JSON)
+    return answer_response(envelope, status, headers)
+
+
+class _JSONAnswer(Response):
+    """A Response whose raw headers are made directly (issue 10): those given, then
+    content-length, then content-type, as ``Response.init_headers`` makes them for a JSON body
+    under the conditions :func:`answer_response` checks."""
+
+    media_type = JSON
+
+    def __init__(self, body: bytes, status: int, headers: dict[str, str] | None) -> None:
+        self.status_code, self.background, self.body = status, None, body
+        raw = [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()
+        ]
+        raw.append((b"content-length", str(len(body)).encode("latin-1")))
+        raw.append((b"content-type", b"application/json"))
+        self.raw_headers = raw
+
+
+_OWN_HEADERS = frozenset({"content-length", "content-type"})
+
+
+def answer_response(body: bytes, status: int, headers: dict[str, str] | None = None) -> Response:
+    """``Response(body, status, headers, media_type=JSON)``, the same bytes on the wire."""
+    if (
+        status < 200
+        or status in (204, 304)
+        or (headers and _OWN_HEADERS & {*map(str.lower, headers)})
+    ):
+        return Response(body, status, headers, media_type=JSON)
+    return _JSONAnswer(body, status, headers)
 
 
 def _data_text(data: dict[str, Any]) -> bytes:

@@ -8,14 +8,18 @@ what orjson refuses must be answered as ``json`` answered it.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import pytest
 import rfc8785
+from fastapi.responses import Response
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.responses import dumps, dumps_plain
+from api import requests
+from api.responses import answer_response, dumps, dumps_plain
 from verify import jcs
 from verify.errors import MalformedInput
 
@@ -96,3 +100,60 @@ def test_what_orjson_refuses_is_answered_as_before() -> None:
 def test_known_edges(value: dict[str, Any]) -> None:
     assert jcs.encode_sorted(value) == jcs.encode_json(value)
     assert dumps_plain(value) == dumps(value)
+
+
+def _read(read: Any, body: bytes) -> tuple[str, Any]:
+    try:
+        return "value", read(body)
+    except Exception as error:  # the same kind and words, whatever they are
+        return type(error).__name__, str(error)
+
+
+_documents = _json.map(lambda value: json.dumps(value).encode())
+_encoded = st.tuples(_json, st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-32-le"])).map(
+    lambda pair: json.dumps(pair[0], ensure_ascii=False).encode(pair[1], "surrogatepass")
+)
+_bodies = (
+    _documents
+    | _encoded
+    | st.binary(max_size=40)
+    | st.sampled_from(
+        [b'{"a":1,"a":2}', b'{"a":{"b":1,"b":1}}', b"\xef\xbb\xbf{}", b'{"a":NaN}', b"", b"[1,]"]
+    )
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_bodies)
+def test_the_decoder_made_once_reads_as_json_loads_with_the_hook(body: bytes) -> None:
+    """One decoder for every body (issue 10) reads what json.loads read and refuses alike."""
+    expected = _read(lambda b: json.loads(b, object_pairs_hook=requests._unique), body)
+    assert _read(requests.loads_unique, body) == expected
+
+
+async def _sent(response: Response) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        messages.append(message)
+
+    async def receive() -> Any:
+        raise AssertionError("a response reads nothing")
+
+    await response({"type": "http"}, receive, send)
+    return messages
+
+
+@pytest.mark.parametrize("status", [200, 201, 409, 422, 429, 499, 500, 503, 204, 304, 101])
+@pytest.mark.parametrize(
+    "headers",
+    [None, {}, {"Retry-After": "1"}, {"Content-Type": "text/plain"}, {"content-length": "3"}],
+)
+def test_an_answer_response_sends_what_starlettes_sends(
+    status: int, headers: dict[str, str] | None
+) -> None:
+    body = b'{"data":{"status":"pass"}}'
+    ours = answer_response(body, status, headers)
+    theirs = Response(body, status, headers, media_type="application/json")
+    assert asyncio.run(_sent(ours)) == asyncio.run(_sent(theirs))
+    assert ours.raw_headers == theirs.raw_headers and ours.headers == theirs.headers
