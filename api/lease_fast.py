@@ -19,6 +19,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 LEASE_PATH = "/api/v1/lease"
@@ -62,7 +63,7 @@ class LeaseFastPath:
             await self.app(scope, receive, send)
             return
         scope[ROUTE_KEY] = LEASE_PATH if op is None else _PREFIX + "{op}"  # for the metrics
-        request = Request(scope, receive)
+        request = LeaseRequest(scope, receive)
         try:
             response = await self.handler(request, op)
         except Exception as error:
@@ -71,6 +72,31 @@ class LeaseFastPath:
                 raise  # ServerErrorMiddleware answers (the app's Exception handler) and logs
             response = await answer(request, error)
         await response(scope, receive, send)
+
+
+class FirstHeaders(Headers):
+    """Starlette's Headers whose ``get`` is one dict lookup: a lease request reads five headers,
+    and ``Headers.get`` scans the list for each. The dict keeps each name's first value, the one
+    ``Headers.__getitem__`` finds (ASGI names are lower-case bytes, compared as they are)."""
+
+    def __init__(self, scope: Scope) -> None:
+        super().__init__(scope=scope)
+        self._first = dict(reversed(self._list))  # the earliest of a repeated name written last
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._first.get(key.lower().encode("latin-1"))
+        return default if value is None else value.decode("latin-1")
+
+
+class LeaseRequest(Request):
+    """The Request the lease routes get: its headers are :class:`FirstHeaders`."""
+
+    @property
+    def headers(self) -> Headers:
+        found: Headers | None = self.__dict__.get("_headers")
+        if found is None:
+            found = self._headers = FirstHeaders(self.scope)
+        return found
 
 
 def _handler_for(handlers: Mapping[Any, Any], error: Exception) -> ErrorHandler | None:
