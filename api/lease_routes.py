@@ -9,7 +9,7 @@ from collections.abc import Awaitable
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from api.lease_fast import LEASE_PATH, LeaseFastPath
+from api.lease_fast import LEASE_PATH, Handler
 from api.metrics import lease_answered
 from api.names import RULE, high_entropy
 from api.requests import caller_tenant, limit_client, parse, parse_body, read_body, runtime_of
@@ -139,15 +139,13 @@ async def lease_answer(request: Request, settings: Settings, path_op: str | None
     return await _lease(request, settings, path_op)
 
 
-def lease_routes(app: FastAPI, settings: Settings) -> None:
-    """The lease and namespace routes. The two lease routes are answered by the plain-ASGI
-    ``LeaseFastPath`` in front of FastAPI (issue 10); their FastAPI routes document them in the
-    OpenAPI and answer only what the fast path passes on (a non-empty ``root_path``)."""
+def lease_routes(app: FastAPI, settings: Settings) -> Handler:
+    """The lease and namespace routes, and the handler of the two lease routes for the
+    plain-ASGI ``api.lease_fast.LeaseFront`` in front of FastAPI (issue 10); their FastAPI routes
+    document them in the OpenAPI and answer only what it passes on (a non-empty ``root_path``)."""
 
     async def answer(request: Request, op: str | None) -> Response:
         return await lease_answer(request, settings, op)
-
-    app.add_middleware(LeaseFastPath, handler=answer, owner=app)
 
     @app.post(LEASE_PATH)
     async def lease(request: Request) -> Response:
@@ -167,3 +165,5 @@ def lease_routes(app: FastAPI, settings: Settings) -> None:
         parse(NamespaceBody, await read_body(request, settings.body_max_bytes))
         data = {"status": "pass", "namespace": mint_namespace(), "entropyBits": 256}
         return respond(request, data, 201)
+
+    return answer
