@@ -70,7 +70,8 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
         limit = settings.body_max_bytes
     suite = suite_of(request)  # refuse a bad Accept-Provenance before doing anything
     raw_body = await read_body(request, limit)
-    service = runtime_of(request).service
+    runtime = runtime_of(request)
+    service = runtime.service
     body, document = parse_body(
         LeaseBody, raw_body, {"ttlSeconds": (1, service.limits.ttl_max_seconds)}
     )
@@ -82,7 +83,7 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     if op != Op.COMPLETE and len(raw_body) > settings.body_max_bytes:
         raise InputError("too_large", f"body exceeds {settings.body_max_bytes} bytes", status=413)
     cleanup = op in (Op.RENEW, Op.RELEASE)  # its own allowance: a throttled tenant can clean up
-    tenant = caller_tenant(request, body.namespace, body.tenant_id, cleanup)
+    tenant = caller_tenant(request, body.namespace, body.tenant_id, cleanup, runtime)
     call = _call(body, op, tenant, service.limits)
     if op == Op.WAIT or call.wait_seconds is not None:
         answer = await _unless_disconnected(request, service.lease(call))

@@ -38,12 +38,17 @@ CLEANUP = "#cleanup"
 
 
 def caller_tenant(
-    request: Request, namespace: str | None, sub: str | None, cleanup: bool = False
+    request: Request,
+    namespace: str | None,
+    sub: str | None,
+    cleanup: bool = False,
+    runtime: Runtime | None = None,
 ) -> str:
     """The caller's tenant, rate-limited per tenant, and per client address as well for the
     tenants anyone can enter (the anonymous one, and namespaces, which are free to mint).
-    ``cleanup`` calls (renew, release) draw on an allowance of their own (issue 14)."""
-    runtime = runtime_of(request)
+    ``cleanup`` calls (renew, release) draw on an allowance of their own (issue 14); a route
+    that holds the ``runtime`` already passes it."""
+    runtime = runtime or runtime_of(request)
     namespace = namespace or request.headers.get("tenure-namespace")
     tenant = runtime.tenancy.resolve(request.headers.get("authorization"), namespace, sub)
     suffix = CLEANUP if cleanup else ""

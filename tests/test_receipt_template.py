@@ -9,6 +9,8 @@ built the reference way (dicts, ``canonical_data``, ``Signer.sign`` → ``hash_d
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -192,3 +194,9 @@ def test_a_document_read_once_makes_the_same_canonical_request(body: bytes) -> N
     document = refuse_duplicate_keys(body)
     expected = canonical_request("POST", "/api/v1/lease/acquire", body)
     assert canonical_request("POST", "/api/v1/lease/acquire", body, document) == expected
+
+
+@given(st.binary(max_size=2000))
+def test_the_manifest_digest_is_base64_of_sha256(data: bytes) -> None:
+    """``digest`` skips base64.b64encode's wrapper (issue 10); the text must be the same."""
+    assert digest(data) == base64.b64encode(hashlib.sha256(data).digest()).decode()
