@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from api import requests
+from api.refusals import InputError
 from api.responses import answer_response, dumps, dumps_plain
 from verify import jcs
 from verify.errors import MalformedInput
@@ -157,3 +158,30 @@ def test_an_answer_response_sends_what_starlettes_sends(
     theirs = Response(body, status, headers, media_type="application/json")
     assert asyncio.run(_sent(ours)) == asyncio.run(_sent(theirs))
     assert ours.raw_headers == theirs.raw_headers and ours.headers == theirs.headers
+
+
+def _old_check_depth(body: bytes) -> None:
+    """check_depth before issue 10: always the walk over the brackets outside strings."""
+    depth = 0
+    for bracket in requests._BRACKETS.findall(requests._STRINGS.sub(b'""', body)):
+        depth += 1 if bracket in (b"[", b"{") else -1
+        if depth > requests.MAX_DEPTH:
+            raise InputError("too_deep", "")
+
+
+_brackety = st.lists(
+    st.sampled_from([b"[", b"]", b"{", b"}", b'"', b"\\", b"a", b":", b","]), max_size=150
+) | st.integers(20, 45).map(lambda n: [b"[" * n, b'"{{"', b"]" * n])
+
+
+@settings(max_examples=600, deadline=None)
+@given(_brackety.map(b"".join) | _documents)
+def test_the_depth_check_refuses_what_it_refused(body: bytes) -> None:
+    """check_depth skips its walk when the body opens no more brackets than allowed."""
+    assert _read(requests.check_depth, body)[0] == _read(_old_check_depth, body)[0]
+
+
+def test_the_depth_check_still_refuses_deep_bodies() -> None:
+    with pytest.raises(InputError, match="deeper than 32"):
+        requests.check_depth(b"[" * 33 + b"]" * 33)
+    requests.check_depth(b"[" * 32 + b"]" * 32 + b'"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["')
