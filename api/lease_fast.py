@@ -29,7 +29,6 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 LEASE_PATH = "/api/v1/lease"
@@ -76,7 +75,7 @@ class LeaseFront:
         began, status, sending = time.perf_counter(), 500, False
         try:
             try:
-                response = await self._answer(LeaseRequest(scope, receive), op)
+                response = await self._answer(Request(scope, receive), op)
                 status, sending = response.status_code, True  # its first message is the start
                 await response(scope, receive, send)
             finally:
@@ -102,31 +101,6 @@ class LeaseFront:
         if crashed is None:
             raise RuntimeError("the app has no Exception handler for the lease routes")
         return crashed
-
-
-class FirstHeaders(Headers):
-    """Starlette's Headers whose ``get`` is one dict lookup: a lease request reads five headers,
-    and ``Headers.get`` scans the list for each. The dict keeps each name's first value, the one
-    ``Headers.__getitem__`` finds (ASGI names are lower-case bytes, compared as they are)."""
-
-    def __init__(self, scope: Scope) -> None:
-        super().__init__(scope=scope)
-        self._first = dict(reversed(self._list))  # the earliest of a repeated name written last
-
-    def get(self, key: str, default: Any = None) -> Any:
-        value = self._first.get(key.lower().encode("latin-1"))
-        return default if value is None else value.decode("latin-1")
-
-
-class LeaseRequest(Request):
-    """The Request the lease routes get: its headers are :class:`FirstHeaders`."""
-
-    @property
-    def headers(self) -> Headers:
-        found: Headers | None = self.__dict__.get("_headers")
-        if found is None:
-            found = self._headers = FirstHeaders(self.scope)
-        return found
 
 
 def _handler_for(handlers: Mapping[Any, Any], error: Exception) -> ErrorHandler | None:

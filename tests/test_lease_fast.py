@@ -16,12 +16,9 @@ from typing import Any
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from starlette.datastructures import Headers
 
 from api.app import create_app
-from api.lease_fast import FirstHeaders, LeaseRequest, lease_op_of
+from api.lease_fast import lease_op_of
 from api.logs import AccessLog
 from api.responses import request_path
 from api.settings import Settings
@@ -145,23 +142,6 @@ def test_the_signed_path_is_starlettes_url_path(path: str) -> None:
     headers = [(b"host", b"127.0.0.1:8000")]
     request = Request({"type": "http", "path": path, "headers": headers, "query_string": b"q"})
     assert request_path(request) == request.url.path
-
-
-_names = st.sampled_from([b"content-type", b"authorization", b"tenure-namespace", b"x", b"X"])
-_raw = st.lists(st.tuples(_names, st.binary(max_size=6)), max_size=8)
-
-
-@settings(max_examples=300, deadline=None)
-@given(_raw, st.sampled_from(["Content-Type", "authorization", "TENURE-NAMESPACE", "x", "y"]))
-def test_the_lease_requests_headers_read_as_starlettes(
-    raw: list[tuple[bytes, bytes]], name: str
-) -> None:
-    """The first of a repeated header, any case of the name, latin-1, default when absent."""
-    ours = LeaseRequest({"type": "http", "headers": list(raw)}).headers
-    theirs = Headers(raw=list(raw))
-    assert isinstance(ours, FirstHeaders)
-    assert ours.get(name) == theirs.get(name) and ours.get(name, "-") == theirs.get(name, "-")
-    assert ours.raw == theirs.raw
 
 
 def test_the_lease_routes_are_answered_in_front_of_the_middleware(tmp_path: Path) -> None:
