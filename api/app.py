@@ -16,16 +16,18 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Receive, Scope, Send
 
 from api import logs as access_log
 from api.bundle_routes import bundle_routes
 from api.docs_routes import docs_routes
 from api.explorer_routes import explorer_routes
+from api.lease_fast import LeaseFront, lease_op_of
 from api.lease_routes import ClientGone, lease_routes
 from api.log_routes import log_routes
 from api.logs import AccessLog
 from api.mcp_mount import mount_mcp
-from api.metrics import RequestMetrics, metrics_routes, state_registry
+from api.metrics import RequestMetrics, metrics_routes, request_done, state_registry
 from api.openapi import install_openapi
 from api.requests import RetryAfter, Runtime, limit_client, parse_json, read_body
 from api.responses import (
@@ -82,6 +84,23 @@ def _tune_gc() -> None:
     gc.set_threshold(100_000, 50, 1000)
 
 
+class TenureAPI(FastAPI):
+    """FastAPI with the lease routes answered in front of it (``api.lease_fast``, issue 10)."""
+
+    lease_front: LeaseFront | None = None
+    """None answers them through FastAPI's own routes (and its middleware), as tests compare."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        front = self.lease_front
+        if front is not None and not self.root_path:
+            hot, op = lease_op_of(scope)
+            if hot:
+                scope["app"] = self  # what Starlette sets: request.app, request.state
+                await front(scope, receive, send, op)
+                return
+        await super().__call__(scope, receive, send)
+
+
 def runtime_config(settings: Settings, clock: Callable[[], int] = now_ms) -> RuntimeConfig:
     """The server's settings as the runtime's configuration."""
     return RuntimeConfig(
@@ -97,7 +116,7 @@ def runtime_config(settings: Settings, clock: Callable[[], int] = now_ms) -> Run
     )
 
 
-def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI:
+def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> TenureAPI:
     """The HTTP front of DESIGN §3 over a :class:`ledger.runtime.Runtime` opened, started and
     stopped by the app's lifespan; every route reads what it needs from ``app.state``.
 
@@ -127,7 +146,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
             if access is not None:
                 access.flush()
 
-    app = FastAPI(
+    app = TenureAPI(
         title="tenure",
         version="0.1.0",
         lifespan=lifespan,
@@ -136,7 +155,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
         **_NO_TELEMETRY,
     )
     _handlers(app)
-    lease_routes(app, settings)
+    lease_handler = lease_routes(app, settings)
     scope_routes(app, settings)
     _routes(app, settings)
     log_routes(app)
@@ -146,8 +165,12 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     metrics_routes(app)
     docs_routes(app)
     install_openapi(app, settings)
-    # last added is outermost: it times the lease fast path too, and writes the access log
-    app.add_middleware(RequestMetrics, access=access)
+    app.add_middleware(RequestMetrics, access=access)  # times all else, writes the access log
+
+    def done(scope: Scope, status: int, seconds: float) -> None:
+        request_done(scope, status, seconds, access)
+
+    app.lease_front = LeaseFront(lease_handler, app, done)
     return app
 
 

@@ -9,10 +9,10 @@ from collections.abc import Awaitable
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from api.lease_fast import LEASE_PATH, LeaseFastPath
+from api.lease_fast import LEASE_PATH, Handler
 from api.metrics import lease_answered
 from api.names import RULE, high_entropy
-from api.requests import caller_tenant, limit_client, parse, read_body, runtime_of
+from api.requests import caller_tenant, limit_client, parse, parse_body, read_body, runtime_of
 from api.responses import respond, suite_of
 from api.schemas import OPS, InputError, LeaseBody, NamespaceBody
 from api.settings import Settings
@@ -70,8 +70,11 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
         limit = settings.body_max_bytes
     suite = suite_of(request)  # refuse a bad Accept-Provenance before doing anything
     raw_body = await read_body(request, limit)
-    service = runtime_of(request).service
-    body = parse(LeaseBody, raw_body, {"ttlSeconds": (1, service.limits.ttl_max_seconds)})
+    runtime = runtime_of(request)
+    service = runtime.service
+    body, document = parse_body(
+        LeaseBody, raw_body, {"ttlSeconds": (1, service.limits.ttl_max_seconds)}
+    )
     op = path_op or body.op
     if op is None:
         raise InputError("missing", "op is required in the body or the path", "op")
@@ -80,7 +83,7 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     if op != Op.COMPLETE and len(raw_body) > settings.body_max_bytes:
         raise InputError("too_large", f"body exceeds {settings.body_max_bytes} bytes", status=413)
     cleanup = op in (Op.RENEW, Op.RELEASE)  # its own allowance: a throttled tenant can clean up
-    tenant = caller_tenant(request, body.namespace, body.tenant_id, cleanup)
+    tenant = caller_tenant(request, body.namespace, body.tenant_id, cleanup, runtime)
     call = _call(body, op, tenant, service.limits)
     if op == Op.WAIT or call.wait_seconds is not None:
         answer = await _unless_disconnected(request, service.lease(call))
@@ -93,7 +96,8 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     if answer.outcome is Outcome.HELD:
         headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}
     cited = (answer.entry, answer.pseudonyms)
-    return respond(request, answer.data, status_of(answer), headers, cited, raw_body, suite)
+    status = status_of(answer)
+    return respond(request, answer.data, status, headers, cited, raw_body, suite, document)
 
 
 def _replay_owner_token(call: LeaseCall, answer: Answer) -> None:
@@ -136,15 +140,13 @@ async def lease_answer(request: Request, settings: Settings, path_op: str | None
     return await _lease(request, settings, path_op)
 
 
-def lease_routes(app: FastAPI, settings: Settings) -> None:
-    """The lease and namespace routes. The two lease routes are answered by the plain-ASGI
-    ``LeaseFastPath`` in front of FastAPI (issue 10); their FastAPI routes document them in the
-    OpenAPI and answer only what the fast path passes on (a non-empty ``root_path``)."""
+def lease_routes(app: FastAPI, settings: Settings) -> Handler:
+    """The lease and namespace routes, and the handler of the two lease routes for the
+    plain-ASGI ``api.lease_fast.LeaseFront`` in front of FastAPI (issue 10); their FastAPI routes
+    document them in the OpenAPI and answer only what it passes on (a non-empty ``root_path``)."""
 
     async def answer(request: Request, op: str | None) -> Response:
         return await lease_answer(request, settings, op)
-
-    app.add_middleware(LeaseFastPath, handler=answer, owner=app)
 
     @app.post(LEASE_PATH)
     async def lease(request: Request) -> Response:
@@ -164,3 +166,5 @@ def lease_routes(app: FastAPI, settings: Settings) -> None:
         parse(NamespaceBody, await read_body(request, settings.body_max_bytes))
         data = {"status": "pass", "namespace": mint_namespace(), "entropyBits": 256}
         return respond(request, data, 201)
+
+    return answer

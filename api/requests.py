@@ -7,7 +7,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from api.refusals import InputError, Ranges, not_json
 from api.schemas import input_error
 from api.tenancy import RateLimiter, Tenancy
+from ledger.provenance import UNPARSED
 from ledger.service import LeaseService
 
 
@@ -37,12 +38,17 @@ CLEANUP = "#cleanup"
 
 
 def caller_tenant(
-    request: Request, namespace: str | None, sub: str | None, cleanup: bool = False
+    request: Request,
+    namespace: str | None,
+    sub: str | None,
+    cleanup: bool = False,
+    runtime: Runtime | None = None,
 ) -> str:
     """The caller's tenant, rate-limited per tenant, and per client address as well for the
     tenants anyone can enter (the anonymous one, and namespaces, which are free to mint).
-    ``cleanup`` calls (renew, release) draw on an allowance of their own (issue 14)."""
-    runtime = runtime_of(request)
+    ``cleanup`` calls (renew, release) draw on an allowance of their own (issue 14); a route
+    that holds the ``runtime`` already passes it."""
+    runtime = runtime or runtime_of(request)
     namespace = namespace or request.headers.get("tenure-namespace")
     tenant = runtime.tenancy.resolve(request.headers.get("authorization"), namespace, sub)
     suffix = CLEANUP if cleanup else ""
@@ -117,6 +123,8 @@ _BRACKETS = re.compile(rb"[\[\]{}]")
 def check_depth(body: bytes) -> None:
     """Refuse JSON nested deeper than MAX_DEPTH arrays/objects before any parser recurses into
     it (every endpoint reads its body through `read_body`, so this is the one place)."""
+    if body.count(b"[") + body.count(b"{") <= MAX_DEPTH:
+        return  # it cannot nest deeper than the brackets it opens: most bodies (issue 10)
     depth = 0
     for bracket in _BRACKETS.findall(_STRINGS.sub(b'""', body)):
         depth += 1 if bracket in (b"[", b"{") else -1
@@ -130,9 +138,22 @@ M = TypeVar("M", bound=BaseModel)
 
 def parse(model: type[M], body: bytes, ranges: Ranges | None = None) -> M:
     """The body as ``model``, strictly: I-JSON (no duplicate keys), then the schema's rules."""
-    refuse_duplicate_keys(body)
+    return parse_body(model, body, ranges).model
+
+
+class Parsed(NamedTuple, Generic[M]):
+    """A body as its model, and as ``json.loads`` read it (``ledger.provenance.UNPARSED`` if
+    it was not read: no string in it, or not JSON) for the receipt's canonical request."""
+
+    model: M
+    document: Any
+
+
+def parse_body(model: type[M], body: bytes, ranges: Ranges | None = None) -> Parsed[M]:
+    """:func:`parse`, keeping the document the duplicate-key check read (it is not read twice)."""
+    document = refuse_duplicate_keys(body)
     try:
-        return model.model_validate_json(body or b"{}")
+        return Parsed(model.model_validate_json(body or b"{}"), document)
     except ValidationError as error:
         raise input_error(error, ranges) from error
 
@@ -140,7 +161,7 @@ def parse(model: type[M], body: bytes, ranges: Ranges | None = None) -> M:
 def parse_json(body: bytes) -> Any:
     """Any JSON document (verify-provenance), refusing duplicate keys."""
     try:
-        return json.loads(body, object_pairs_hook=_unique)
+        return loads_unique(body)
     except DuplicateKey as error:
         raise _duplicate(error) from error
     except ValueError as error:
@@ -166,19 +187,30 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
+_UNIQUE = json.JSONDecoder(object_pairs_hook=_unique)
+
+
+def loads_unique(body: bytes) -> Any:
+    """``json.loads(body, object_pairs_hook=_unique)`` with one decoder made once (json.loads
+    makes a decoder and its scanner per call when given a hook): the same decoding of bytes
+    (RFC 8259 §8.1 encoding detection, a UTF-8 BOM dropped), the same values and errors."""
+    return _UNIQUE.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
+
+
 def _duplicate(error: DuplicateKey) -> InputError:
     message = f"duplicate key {error.key!r} in a JSON object (I-JSON, RFC 7493 §2.3)"
     return InputError("duplicate_key", message, error.key)
 
 
-def refuse_duplicate_keys(body: bytes) -> None:
+def refuse_duplicate_keys(body: bytes) -> Any:
     """Refuse a body whose objects repeat a key; a body that is not JSON is left to the parser
-    that reports it."""
+    that reports it. Returns the document read (``json.loads``'s value: with no key repeated
+    the pairs make the same dicts), or ``UNPARSED`` where it read none."""
     if b'"' not in body:
-        return
+        return UNPARSED
     try:
-        json.loads(body, object_pairs_hook=_unique)
+        return loads_unique(body)
     except DuplicateKey as error:
         raise _duplicate(error) from error
     except (ValueError, RecursionError):
-        return
+        return UNPARSED

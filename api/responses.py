@@ -12,8 +12,13 @@ from fastapi.responses import Response
 from api.schemas import InputError
 from ledger.calls import now_ms
 from ledger.entries import iso
-from ledger.provenance import Issuer, canonical_request
+from ledger.provenance import UNPARSED, Issuer, canonical_request
 from verify.dataintegrity import JCS_SUITE, SUITES
+from verify.jcs import HAVE_ORJSON, is_plain
+from verify.receipt import SECRET_DATA_FIELDS
+
+if HAVE_ORJSON:
+    import orjson
 
 JSON = "application/json"
 
@@ -25,6 +30,18 @@ def dumps(value: Any) -> bytes:
     """Compact JSON, as ``json.dumps(value, separators=(",", ":"), ensure_ascii=False)`` writes
     it, with one encoder made once instead of one per answer."""
     return _ENCODER.encode(value).encode()
+
+
+def dumps_plain(value: Any) -> bytes:
+    """:func:`dumps` of a value made of parts ``verify.jcs.is_plain`` accepted, by orjson where
+    installed: for such values it writes the same compact text, in the same order, ~8× faster
+    (issue 10). What orjson refuses (a lone surrogate, deep nesting) is left to ``json``."""
+    if HAVE_ORJSON:
+        try:
+            return orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            pass
+    return dumps(value)
 
 
 def raw(value: Any, status: int = 200) -> Response:
@@ -66,12 +83,14 @@ def respond(
     cited: tuple[bytes | None, dict[str, str] | None] = (None, None),
     body: bytes | None = None,
     suite: str | None = None,
+    document: Any = UNPARSED,
 ) -> Response:
     """The envelope: `data` and a credential over it, its request and its ledger entry
     (``cited``: the entry's bytes and the pseudonyms it names, carried up from the service).
 
-    A route that read the body and chose the suite passes them; error answers, raised before
-    or while the route ran, fall back to what the request says.
+    A route that read the body and chose the suite passes them (and the body's JSON
+    ``document``, if it parsed it); error answers, raised before or while the route ran, fall
+    back to what the request says.
     """
     issuer: Issuer = request.app.state.issuer
     if suite is None:
@@ -81,14 +100,53 @@ def respond(
             suite = JCS_SUITE  # the refusal of a bad Accept-Provenance is itself signed with jcs
     if body is None:
         body = getattr(request.state, "body", None)
-    canonical = canonical_request(request.method, request_path(request), body)
+    canonical = canonical_request(request.method, request_path(request), body, document)
     entry, names = cited
     credential, text = issuer.issue_json(data, canonical, entry, names, iso(_now(request)), suite)
     if text is None:
         envelope = dumps({"data": data, "_provenance": credential})
     else:  # the credential's JSON is already made: encoding it again was ~5% of an answer
-        envelope = b'{"data":' + dumps(data) + b',"_provenance":' + text + b"}"
-    return Response(envelope, status, headers, media_type=JSON)
+        envelope = b'{"data":' + _data_text(data) + b',"_provenance":' + text + b"}"
+    return answer_response(envelope, status, headers)
+
+
+class _JSONAnswer(Response):
+    """A Response whose raw headers are made directly (issue 10): those given, then
+    content-length, then content-type, as ``Response.init_headers`` makes them for a JSON body
+    under the conditions :func:`answer_response` checks."""
+
+    media_type = JSON
+
+    def __init__(self, body: bytes, status: int, headers: dict[str, str] | None) -> None:
+        self.status_code, self.background, self.body = status, None, body
+        raw = [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()
+        ]
+        raw.append((b"content-length", str(len(body)).encode("latin-1")))
+        raw.append((b"content-type", b"application/json"))
+        self.raw_headers = raw
+
+
+_OWN_HEADERS = frozenset({"content-length", "content-type"})
+
+
+def answer_response(body: bytes, status: int, headers: dict[str, str] | None = None) -> Response:
+    """``Response(body, status, headers, media_type=JSON)``, the same bytes on the wire."""
+    if (
+        status < 200
+        or status in (204, 304)
+        or (headers and _OWN_HEADERS & {*map(str.lower, headers)})
+    ):
+        return Response(body, status, headers, media_type=JSON)
+    return _JSONAnswer(body, status, headers)
+
+
+def _data_text(data: dict[str, Any]) -> bytes:
+    """The JSON of an answer's ``data`` whose hashed part the issuer found plain (it returned
+    the credential's text): plain as a whole if the secrets it hands the caller are too."""
+    if all(is_plain(data[name]) for name in SECRET_DATA_FIELDS if name in data):
+        return dumps_plain(data)
+    return dumps(data)
 
 
 def error_response(

@@ -10,9 +10,9 @@ fixed in docs/decisions/0002-receipt-format.md; ``verify/receipt.py`` is the ver
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
+from binascii import b2a_base64
 from typing import Any
 
 from ledger.answers import redact
@@ -36,18 +36,29 @@ CLAIM_GENERATOR = "tenure/0.1.0"
 
 
 def digest(data: bytes) -> str:
-    """Base64 SHA-256, as the manifest's hashes are written."""
-    return base64.b64encode(hashlib.sha256(data).digest()).decode()
+    """Base64 SHA-256, as the manifest's hashes are written (``base64.b64encode``'s bytes,
+    without its wrapper: three per answer)."""
+    return b2a_base64(hashlib.sha256(data).digest(), newline=False).decode()
 
 
-def canonical_request(method: str, path: str, body: bytes | None) -> bytes:
+UNPARSED: Any = object()
+"""``canonical_request``'s default ``document``: the body has not been read as JSON yet."""
+
+
+def canonical_request(
+    method: str, path: str, body: bytes | None, document: Any = UNPARSED
+) -> bytes:
     """The request as the manifest hashes it: secrets removed, results redacted. A body that is
     not I-JSON (not JSON at all, NaN, an integer past 2**53, a lone surrogate) is represented
-    by the SHA-256 of its bytes instead, and so is one nested too deeply to walk."""
+    by the SHA-256 of its bytes instead, and so is one nested too deeply to walk.
+
+    ``document`` is ``json.loads(body)`` where the caller has it already (STYLE 12b: the edge
+    parsed the body to refuse duplicate keys), so the body is not parsed twice."""
     view: dict[str, Any] = {"method": method, "path": path, "body": None}
     if body:
         try:
-            view["body"] = _without_secrets(json.loads(body))
+            parsed = json.loads(body) if document is UNPARSED else document
+            view["body"] = _without_secrets(parsed)
             return canonicalize(view)
         except (ValueError, VerificationError, RecursionError):
             view["body"] = {"unparsedSha256": hashlib.sha256(body).hexdigest()}
@@ -111,7 +122,9 @@ class Issuer:
     ) -> tuple[dict[str, Any], bytes | None]:
         """:meth:`issue`, and for eddsa-jcs-2022 the credential's JSON text as well (its signed
         canonical bytes with the proof spliced in), so an answer need not encode it again."""
-        hashed = {k: v for k, v in data.items() if k not in SECRET_DATA_FIELDS}
+        hashed = dict(data)  # without the secrets it hands the caller, in data's order
+        for name in SECRET_DATA_FIELDS:
+            hashed.pop(name, None)
         plain = is_plain(hashed) and _plain_names(pseudonyms)
         data_bytes = encode_plain(hashed) if plain else canonicalize(hashed)
         subject: dict[str, Any] = {"type": "LeaseAnswer"}

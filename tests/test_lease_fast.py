@@ -1,9 +1,9 @@
 """The plain-ASGI lease routes (api/lease_fast.py, issue 10) answer as the FastAPI routes did.
 
-Each request below goes to two apps on one fixed clock: the default one, whose ``LeaseFastPath``
-answers the lease routes, and the same app with that middleware taken out, so FastAPI's own routes
-answer. Status, ``Retry-After`` and ``data`` must agree (less the values each ledger draws at
-random), and every answer's receipt must verify.
+Each request below goes to two apps on one fixed clock: the default one, whose ``LeaseFront``
+answers the lease routes in front of FastAPI, and the same app without it, so FastAPI's own routes
+(behind its middleware) answer. Status, ``Retry-After`` and ``data`` must agree (less the values
+each ledger draws at random), and every answer's receipt must verify.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from api.lease_fast import LeaseFastPath, lease_op_of
+from api.lease_fast import lease_op_of
+from api.logs import AccessLog
 from api.responses import request_path
 from api.settings import Settings
 from tests.conftest import rid
+from tests.test_metrics import server_errors
 from verify.dataintegrity import verify_proof
 
 T0 = 1_800_000_000_000
@@ -32,7 +34,7 @@ def make_app(root: Path, fast: bool) -> FastAPI:
     settings = Settings(data_dir=root / "data", keys_dir=root / "keys", sweep_interval=60)
     app = create_app(settings, lambda: T0)
     if not fast:
-        app.user_middleware = [m for m in app.user_middleware if m.cls is not LeaseFastPath]
+        app.lease_front = None
     return app
 
 
@@ -140,3 +142,54 @@ def test_the_signed_path_is_starlettes_url_path(path: str) -> None:
     headers = [(b"host", b"127.0.0.1:8000")]
     request = Request({"type": "http", "path": path, "headers": headers, "query_string": b"q"})
     assert request_path(request) == request.url.path
+
+
+def test_the_lease_routes_are_answered_in_front_of_the_middleware(tmp_path: Path) -> None:
+    """Fails where a lease request still goes through FastAPI's middleware stack."""
+    app = make_app(tmp_path, True)
+
+    def no_stack() -> Any:
+        async def refuse(scope: Any, receive: Any, send: Any) -> None:
+            assert scope["type"] == "lifespan", f"{scope['path']} went through the stack"
+            await app.router(scope, receive, send)
+
+        return refuse
+
+    app.build_middleware_stack = no_stack  # type: ignore[method-assign]
+    with TestClient(app) as client:
+        body = {"resource": rid(), "holder": "a"}
+        assert client.post("/api/v1/lease/acquire", json=body).status_code == 201
+        assert client.post("/api/v1/lease", json={"op": "get", **body}).status_code == 200
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_crash_is_raised_counted_and_logged_as_the_middleware_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool
+) -> None:
+    """The server sees the exception (it logs it), the client a signed 500, the metrics a 5xx
+    of the route template and the access log a 500 line — with and without the front."""
+    settings = Settings(data_dir=tmp_path / "data", keys_dir=tmp_path / "keys", access_log=True)
+    app = create_app(settings, lambda: T0)
+    if not fast:
+        app.lease_front = None
+    lines: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        AccessLog, "request", lambda log, scope, status: lines.append((scope["path"], status))
+    )
+    route = "/api/v1/lease/{op}"
+    with TestClient(app, raise_server_exceptions=False) as client:
+
+        async def broken(call: Any) -> Any:
+            raise RuntimeError("boom")
+
+        monkeypatch.setattr(app.state.runtime.service, "lease", broken)
+        before = server_errors(client, route, "500")
+        body = json.dumps({"resource": rid(), "holder": "a"}).encode()
+        answer = client.post("/api/v1/lease/acquire", content=body)
+        assert answer.status_code == 500 and comparable(answer)[2]["status"] == "unknown"
+        assert server_errors(client, route, "500") == before + 1
+    assert ("/api/v1/lease/acquire", 500) in lines
+    with TestClient(app, raise_server_exceptions=True) as client:
+        monkeypatch.setattr(app.state.runtime.service, "lease", broken)
+        with pytest.raises(RuntimeError, match="boom"):
+            client.post("/api/v1/lease/acquire", content=body)

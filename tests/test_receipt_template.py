@@ -9,6 +9,8 @@ built the reference way (dicts, ``canonical_data``, ``Signer.sign`` → ``hash_d
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -18,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from api.requests import refuse_duplicate_keys
 from ledger.provenance import CLAIM_GENERATOR, Issuer, canonical_request, digest
 from ledger.signer import Signer
 from verify.dataintegrity import JCS_SUITE, RDFC_SUITE, verify_proof
@@ -164,3 +167,36 @@ def test_rdfc_still_takes_the_reference_path() -> None:
         {"status": "pass"}, REQUEST, None, None, stamp(datetime(2026, 1, 1)), RDFC_SUITE
     )
     assert issued["proof"]["cryptosuite"] == RDFC_SUITE and verify_proof(issued).verified
+
+
+# The lease route hands canonical_request the document its duplicate-key check already read
+# (issue 10): the canonical request must be the one it makes by parsing the body itself.
+bodies = st.recursive(
+    scalars | st.just(float("nan")) | st.just(2**70),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
+    max_leaves=12,
+).map(lambda value: json.dumps(value).encode()) | st.sampled_from(
+    [
+        b'{"resource":"r","ownerToken":"own_x","result":{"password":"p","n":[1e400]}}',
+        b'{"a":"\\ud800"}',
+        b'{"namespace":"ns_x","fingerprint":"f","owner_token":"t"}',
+        b"not json",
+        b"[1, 2]",
+        b'"text"',
+        b"",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(bodies)
+def test_a_document_read_once_makes_the_same_canonical_request(body: bytes) -> None:
+    document = refuse_duplicate_keys(body)
+    expected = canonical_request("POST", "/api/v1/lease/acquire", body)
+    assert canonical_request("POST", "/api/v1/lease/acquire", body, document) == expected
+
+
+@given(st.binary(max_size=2000))
+def test_the_manifest_digest_is_base64_of_sha256(data: bytes) -> None:
+    """``digest`` skips base64.b64encode's wrapper (issue 10); the text must be the same."""
+    assert digest(data) == base64.b64encode(hashlib.sha256(data).digest()).decode()

@@ -17,8 +17,13 @@ produces the same bytes, because:
   print as Python does; anything else (floats, larger integers) takes the reference
   path, which formats floats per ECMA-262 and refuses unsafe integers.
 
-``tests/test_dataintegrity.py`` checks the equivalence against ``rfc8785.dumps``
-with hypothesis.
+Where orjson is installed (the server's extra), it writes those bytes instead of the
+``json`` module, ~8× faster (issue 10): for a plain value its output is the same — the same
+escapes, keys sorted by code points (UTF-8 byte order), integers printed alike. Anything it
+refuses (a lone surrogate, nesting past its 255 levels) goes to the ``json`` encoder, which
+answers as it always did.
+
+``tests/test_dataintegrity.py`` checks both encoders against ``rfc8785.dumps`` with hypothesis.
 """
 
 from __future__ import annotations
@@ -29,6 +34,13 @@ from typing import Any
 import rfc8785
 
 from verify.errors import MalformedInput
+
+try:  # the server's extra; the offline verifier's base install has the json module only
+    import orjson
+
+    HAVE_ORJSON = True
+except ImportError:  # pragma: no cover - exercised where orjson is absent
+    HAVE_ORJSON = False
 
 MAX_SAFE_INTEGER = 2**53 - 1  # RFC 8785 §3.2.2.3, I-JSON (RFC 7493 §2.2)
 _BMP_MAX = "\uffff"
@@ -51,7 +63,7 @@ def canonicalize(value: Any) -> bytes:
         plain = False
     try:
         if plain:
-            return _ENCODER.encode(value).encode("utf-8")
+            return encode_sorted(value)
         return rfc8785.dumps(value)
     except (UnicodeEncodeError, rfc8785.CanonicalizationError) as e:
         raise MalformedInput(f"not canonicalizable as RFC 8785 JSON: {e}") from e
@@ -76,9 +88,25 @@ def encode_plain(value: Any) -> bytes:
     """The RFC 8785 bytes of a value :func:`is_plain` accepted (of parts it accepted, joined
     under ASCII keys); for any other value the bytes may not be canonical: use canonicalize."""
     try:
-        return _ENCODER.encode(value).encode("utf-8")
+        return encode_sorted(value)
     except UnicodeEncodeError as e:  # a lone surrogate, as canonicalize refuses it
         raise MalformedInput(f"not canonicalizable as RFC 8785 JSON: {e}") from e
+
+
+def encode_json(value: Any) -> bytes:
+    """The ``json`` module's sorted, compact UTF-8 text of ``value`` (UnicodeEncodeError for a
+    lone surrogate): the fast path's bytes without orjson."""
+    return _ENCODER.encode(value).encode("utf-8")
+
+
+def encode_sorted(value: Any) -> bytes:
+    """:func:`encode_json`'s bytes, by orjson where installed (see module doc)."""
+    if HAVE_ORJSON:
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            pass  # a lone surrogate or deep nesting: json says what it always said
+    return encode_json(value)
 
 
 def _is_plain(value: Any) -> bool:

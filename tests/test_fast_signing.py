@@ -1,0 +1,45 @@
+"""libsodium signs the answers (issue 10) and must write exactly OpenSSL's signature.
+
+Ed25519 (RFC 8032 §5.1.6) is deterministic: for one key and one message every correct
+implementation gives the same 64 bytes, so ``Signer.sign_bytes`` through PyNaCl must equal
+``cryptography``'s ``Ed25519PrivateKey.sign`` for any key and message, and a credential issued
+either way must be the same, ``proofValue`` included.
+"""
+
+from __future__ import annotations
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger import signer as signing
+from ledger.provenance import Issuer, canonical_request
+from ledger.signer import Signer
+from verify.dataintegrity import JCS_SUITE, RDFC_SUITE, verify_proof
+
+
+def test_the_server_extra_brings_pynacl() -> None:
+    """Without it the comparisons below would compare OpenSSL with itself."""
+    assert signing.HAVE_SODIUM
+    key = Ed25519PrivateKey.generate()
+    assert Signer(key)._sodium_key is not None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=32, max_size=32), st.binary(max_size=300))
+def test_libsodium_signs_as_openssl_does(seed: bytes, message: bytes) -> None:
+    key = Ed25519PrivateKey.from_private_bytes(seed)
+    assert Signer(key).sign_bytes(message) == key.sign(message)
+
+
+def test_a_credential_is_the_same_whoever_signs_it() -> None:
+    key = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+    sodium, openssl = Signer(key), Signer(key)
+    openssl._sodium_key = None  # the path without PyNaCl
+    data = {"status": "pass", "op": "get", "ledger": {"treeSize": 1, "rootHash": "x="}}
+    request = canonical_request("POST", "/api/v1/lease/get", b'{"resource":"r"}')
+    now = "2026-12-01T10:00:00.000Z"
+    for suite in (JCS_SUITE, RDFC_SUITE):
+        ours = Issuer(sodium).issue(data, request, None, None, now, suite)
+        theirs = Issuer(openssl).issue(data, request, None, None, now, suite)
+        assert ours == theirs and verify_proof(ours).verified
