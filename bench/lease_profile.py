@@ -2,14 +2,16 @@
 
 Not a test: prints figures. Opens ``create_app`` with throw-away data and keys, runs its lifespan,
 then drives N interleaved acquire→release cycles (each a fresh grant and a release, two durable
-ledger entries) by calling the ASGI app directly, so the figure is the app's own Python per event
-(routing, middleware, the service, the receipt) without the HTTP server or a client process. The
-process's CPU (``process_time``, the writer thread's SQLite work included) and the event-loop
-thread's alone (``thread_time``) are printed; the driver itself is a few µs per request. The
-profile is timed by ``thread_time``, so waits and other processes on a shared machine do not
-inflate it.
+ledger entries) — or, with ``--fresh``, acquires of new resources under an API key, the load
+``bench/vs_etcd.py`` puts on a server — by calling the ASGI app directly, so the figure is the
+app's own Python per event (routing, middleware, the service, the receipt) without the HTTP
+server or a client process. The process's CPU (``process_time``, the writer thread's SQLite work
+included), the event-loop thread's alone (``thread_time``) and the difference (the writer) are
+printed; the driver itself is a few µs per request. The profile is timed by ``thread_time``, so
+waits and other processes on a shared machine do not inflate it.
 
-    .venv/bin/python bench/lease_profile.py [--events 4000] [--concurrency 64] [--profile out.prof]
+    .venv/bin/python bench/lease_profile.py [--events 4000] [--concurrency 64] [--fresh]
+                                            [--profile out.prof]
     .venv/bin/python -m pstats out.prof   # then: sort cumulative / stats 40
 """
 
@@ -31,6 +33,11 @@ sys.path.insert(0, str(ROOT))
 
 from api.app import create_app  # noqa: E402
 from api.settings import Settings  # noqa: E402
+from ledger.storage import ApiKeyRecord  # noqa: E402
+from ledger.tokens import API_KEY_PREFIX, mint, secret_digest  # noqa: E402
+
+AUTHORIZATION: list[tuple[bytes, bytes]] = []
+"""The ``Authorization`` header ``--fresh`` adds (an API key of tenant ``bench``)."""
 
 
 async def call(app: Any, path: str, body: bytes) -> tuple[int, bytes]:
@@ -49,6 +56,7 @@ async def call(app: Any, path: str, body: bytes) -> tuple[int, bytes]:
             (b"host", b"127.0.0.1"),
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
+            *AUTHORIZATION,
         ],
         "client": ("127.0.0.1", 40000),
         "server": ("127.0.0.1", 8000),
@@ -86,30 +94,53 @@ async def cycles(app: Any, count: int) -> None:
         assert status == 200, payload
 
 
-async def drive(events: int, concurrency: int, profile: str | None) -> None:
+async def fresh(app: Any, count: int) -> None:
+    """``count`` acquires, each of a resource nobody named before (no release)."""
+    bodies = [
+        json.dumps({"resource": f"job-{secrets.token_hex(8)}", "holder": "worker-1"}).encode()
+        for _ in range(count)
+    ]
+    for body in bodies:
+        status, payload = await call(app, "/api/v1/lease/acquire", body)
+        assert status == 201, payload
+
+
+def api_key(app: Any) -> None:
+    """Record an API key for tenant ``bench`` and send it with every call."""
+    key = mint(API_KEY_PREFIX)
+    record = ApiKeyRecord(secret_digest(key), "bench", "bench", int(time.time() * 1000))
+    app.state.core.storage.add_api_key(record)
+    AUTHORIZATION[:] = [(b"authorization", b"Bearer " + key.encode())]
+
+
+async def drive(events: int, concurrency: int, profile: str | None, new: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="tenure-profile-") as scratch:
         settings = Settings(
             data_dir=Path(scratch) / "data", keys_dir=Path(scratch) / "keys", rate_limit=1e9
         )
         app = create_app(settings)
         async with app.router.lifespan_context(app):
-            await asyncio.gather(*(cycles(app, 5) for _ in range(concurrency)))  # warm-up
-            per_task = max(1, events // (2 * concurrency))
+            if new:
+                api_key(app)
+            work, per_event = (fresh, 1) if new else (cycles, 2)
+            await asyncio.gather(*(work(app, 5) for _ in range(concurrency)))  # warm-up
+            per_task = max(1, events // (per_event * concurrency))
             profiler = cProfile.Profile(time.thread_time) if profile else None
             cpu0, loop0, wall0 = time.process_time(), time.thread_time(), time.perf_counter()
             if profiler:
                 profiler.enable()
-            await asyncio.gather(*(cycles(app, per_task) for _ in range(concurrency)))
+            await asyncio.gather(*(work(app, per_task) for _ in range(concurrency)))
             if profiler:
                 profiler.disable()
                 profiler.dump_stats(profile)  # type: ignore[arg-type]
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
             loop = time.thread_time() - loop0
-            done = 2 * per_task * concurrency
+            done = per_event * per_task * concurrency
             print(
                 f"events={done} concurrency={concurrency} wall={wall:.2f}s "
                 f"events/s={done / wall:.0f} CPU per event={cpu / done * 1e6:.0f} µs "
-                f"(event-loop thread {loop / done * 1e6:.0f} µs)"
+                f"(event-loop thread {loop / done * 1e6:.0f} µs, "
+                f"writer and other threads {(cpu - loop) / done * 1e6:.0f} µs)"
             )
 
 
@@ -118,8 +149,11 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=4000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--profile", help="write a cProfile of the measured part here")
+    parser.add_argument(
+        "--fresh", action="store_true", help="acquire new resources under an API key, no release"
+    )
     args = parser.parse_args()
-    asyncio.run(drive(args.events, args.concurrency, args.profile))
+    asyncio.run(drive(args.events, args.concurrency, args.profile, args.fresh))
     return 0
 
 
