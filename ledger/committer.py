@@ -63,6 +63,7 @@ class GroupCommitter:
         self.failure: BaseException | None = None
         """The error of the last commit if it failed; ``None`` once a commit succeeds again."""
         self.commits = 0
+        self._stopping = False
         self._thread = threading.Thread(target=self._run, name="tenure-writer", daemon=True)
         self._thread.start()
 
@@ -98,11 +99,11 @@ class GroupCommitter:
             if item is None:
                 return
             batch = [item]
-            stop = self._drain(batch)
+            self._stopping = self._drain(batch)
             _prepare(batch)
             results, error = self._commit(batch)
             self._loop.call_soon_threadsafe(_resolve, batch, results, error)
-            if stop:
+            if self._stopping:
                 return
 
     def _drain(self, batch: list[_Item]) -> bool:
@@ -115,12 +116,23 @@ class GroupCommitter:
                 return True
             batch.append(item)
 
+    def _join_late(self, batch: list[_Item]) -> None:
+        """Units queued while the batch waited for the ledger's lock join it: one fsync for them
+        too, where they would wait out another writer's turn again (docs/decisions/0012).
+        Their ``prepare`` runs now, inside the transaction, before the batch is decided."""
+        if self._stopping:
+            return
+        first = len(batch)
+        self._stopping = self._drain(batch)
+        _prepare(batch[first:])
+
     def _commit(self, batch: list[_Item]) -> tuple[list[Any], BaseException | None]:
         hooks = self._hooks
         started = metrics.commit_started()
         try:
             with self._storage.transaction() as tx:
                 metrics.transaction_opened(started)
+                self._join_late(batch)
                 if hooks is not None:
                     hooks.begin(tx)
                 results = [_run_work(tx, work) for work, _, _ in batch]

@@ -1,11 +1,16 @@
-"""SQLite writes a batch's hot changes in a few statements per table (issue 10)."""
+"""SQLite's writer does little while it holds the ledger's lock (issue 10, decisions/0012): a
+batch's hot changes in a few statements per table, the calls queued meanwhile in the same batch."""
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
+import threading
 from pathlib import Path
 
 from ledger.changes import AppendEntry, PutLease, PutNodes, PutResource
-from ledger.sqlite.backend import SQLiteStorage
+from ledger.committer import GroupCommitter
+from ledger.sqlite.backend import LOCK_NAME, SQLiteStorage
 from ledger.sqlite.pending import chunks
 from tests.names_key import NAMES
 
@@ -37,3 +42,28 @@ def test_chunks_cover_every_row_once_in_powers_of_two() -> None:
             range(total)
         )
         assert all(count & (count - 1) == 0 and count <= 64 for _, count in runs)
+
+
+def test_calls_queued_while_the_lock_is_held_elsewhere_join_the_waiting_batch(
+    tmp_path: Path,
+) -> None:
+    """Another writer holds the ledger's lock; a unit queued while this process's batch waits
+    for it joins that batch: one transaction, one fsync (docs/decisions/0012)."""
+
+    async def scenario() -> None:
+        storage = SQLiteStorage.open(tmp_path, NAMES)
+        committer = GroupCommitter(storage, asyncio.get_running_loop())
+        prepared = threading.Event()
+        with open(tmp_path / LOCK_NAME, "rb+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            first = committer.submit([AppendEntry(0, b"{}")], prepare=prepared.set)
+            assert await asyncio.to_thread(prepared.wait, 5)  # drained alone, now waiting
+            second = committer.submit([AppendEntry(1, b"{}")])
+            await asyncio.sleep(0.05)  # the writer is blocked on the lock, not on its queue
+            fcntl.flock(lock, fcntl.LOCK_UN)
+        await asyncio.gather(first, second)
+        assert committer.commits == 1 and storage.tree_size() == 2
+        committer.close()
+        storage.close()
+
+    asyncio.run(scenario())

@@ -329,7 +329,8 @@ def run(scenario: Callable[[Gated, GroupCommitter], Any], storage: Storage) -> N
 
 
 async def held_first_commit(gated: Gated, committer: GroupCommitter) -> list[Any]:
-    """One batch commits alone while three queue behind it; returns all four futures."""
+    """One batch waits at the gate (as for another writer's lock) while three more queue;
+    returns all four futures."""
     first = committer.submit([AppendEntry(0, b"{}")])
     while gated.opened == 0:
         await asyncio.sleep(0.001)  # the writer thread has taken the first batch
@@ -343,10 +344,12 @@ async def held_first_commit(gated: Gated, committer: GroupCommitter) -> list[Any
 
 
 def test_group_commit_runs_queued_batches_in_one_transaction(storage: Storage) -> None:
+    """Units queued while a batch waits for its transaction join it (docs/decisions/0012)."""
+
     async def scenario(gated: Gated, committer: GroupCommitter) -> None:
         futures = await held_first_commit(gated, committer)
         await asyncio.gather(*futures)
-        assert (gated.opened, committer.commits) == (2, 2)
+        assert (gated.opened, committer.commits) == (1, 1)
         assert storage.tree_size() == 4
         assert [i for i, _ in storage.entries(0, 9)] == [0, 1, 2, 3]
 
