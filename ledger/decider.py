@@ -39,6 +39,7 @@ from ledger.leases import Decision, EventKind, Outcome, Resource
 from ledger.merkle import CompactRange
 from ledger.ops import ACQUIRING, Op, digest_of
 from ledger.recorder import Recorder
+from ledger.replay import replayed
 from ledger.storage import Transaction
 from ledger.waiting import Waiter
 from verify.rfc9162 import EMPTY_ROOT
@@ -149,7 +150,7 @@ class Decider:
         """Decide one call; ``None`` if it joined the wait queue (``waiter`` given, held)."""
         digest = digest_of(call)
         if digest is not None:
-            replay = self._replay(call, digest, now)
+            replay = replayed(self, call, digest, now)
             if replay is not None:
                 return replay
         res = self.resource(call.tenant, call.resource)
@@ -266,39 +267,6 @@ class Decider:
         data = render(call.op, res, decision, now, self._base, self._rng.random())
         data["ledger"] = (position or self.recorder.position()).as_data()
         return data
-
-    # -- rule 12 -----------------------------------------------------------------------------
-
-    def _replay(self, call: LeaseCall, digest: bytes, now: int) -> Answer | None:
-        known = self.tx.request(call.tenant, call.request_id or "")
-        if known is None:
-            return None
-        res = self.resource(call.tenant, call.resource)
-        if known.digest != digest:
-            witness = {"rule": "idempotency", "reason": "requestId reused with other input"}
-            decision = Decision(Outcome.IDEMPOTENCY_CONFLICT, witnesses=[witness])
-            return Answer(self.render(call, res, decision, now), decision.outcome)
-        data = {**known.answer, "replayed": True}
-        answer = Answer(data, Outcome(data["outcome"]))
-        if data.get("granted") is True and "fencingToken" in data:
-            # DESIGN rule 12: a replay never tells a caller it holds a lease that has ended
-            fresh = data["outcome"] == Outcome.GRANTED
-            token = self.owner_token(call, None) if fresh else call.owner_token
-            live = token is not None and _holds(res, token, data["fencingToken"], now)
-            data["leaseLive"] = live
-            data["granted"] = live
-            answer.replay_owner_token = token if live and fresh else None
-        return answer
-
-
-def _holds(res: Resource, token: str, fencing_token: object, now: int) -> bool:
-    """Whether the lease a replayed grant gave out is still live (0007: a replay never claims
-    a lease that has since ended)."""
-    digest = owner_digest(token)
-    return any(
-        lease.fencing_token == fencing_token and lease.owner_digest == digest
-        for lease in leases.live(res, now)
-    )
 
 
 def _fingerprint(call: LeaseCall) -> bytes | None:

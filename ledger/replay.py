@@ -1,0 +1,51 @@
+"""Rule 12 inside the transaction: a call whose requestId was seen before is answered as then.
+
+The stored answer comes back marked ``replayed``; the same requestId with other input is an
+idempotency conflict. A replayed grant never tells its caller it holds a lease that has since
+ended (docs/decisions/0007): ``leaseLive`` and ``granted`` say whether it still does, and a fresh
+grant's owner token, derived from the requestId, is handed back only while it does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ledger import leases
+from ledger.calls import Answer, LeaseCall, owner_digest
+from ledger.leases import Decision, Outcome, Resource
+
+if TYPE_CHECKING:
+    from ledger.decider import Decider
+
+
+def replayed(decider: Decider, call: LeaseCall, digest: bytes, now: int) -> Answer | None:
+    """The answer to ``call`` if its requestId was seen (``digest``: its input's), else None."""
+    known = decider.tx.request(call.tenant, call.request_id or "")
+    if known is None:
+        return None
+    res = decider.resource(call.tenant, call.resource)
+    if known.digest != digest:
+        witness = {"rule": "idempotency", "reason": "requestId reused with other input"}
+        decision = Decision(Outcome.IDEMPOTENCY_CONFLICT, witnesses=[witness])
+        return Answer(decider.render(call, res, decision, now), decision.outcome)
+    data = {**known.answer, "replayed": True}
+    answer = Answer(data, Outcome(data["outcome"]))
+    if data.get("granted") is True and "fencingToken" in data:
+        # DESIGN rule 12: a replay never tells a caller it holds a lease that has ended
+        fresh = data["outcome"] == Outcome.GRANTED
+        token = decider.owner_token(call, None) if fresh else call.owner_token
+        live = token is not None and _holds(res, token, data["fencingToken"], now)
+        data["leaseLive"] = live
+        data["granted"] = live
+        answer.replay_owner_token = token if live and fresh else None
+    return answer
+
+
+def _holds(res: Resource, token: str, fencing_token: object, now: int) -> bool:
+    """Whether the lease a replayed grant gave out is still live (0007: a replay never claims
+    a lease that has since ended)."""
+    digest = owner_digest(token)
+    return any(
+        lease.fencing_token == fencing_token and lease.owner_digest == digest
+        for lease in leases.live(res, now)
+    )
