@@ -165,8 +165,8 @@ class Runtime:
 
     async def checkpoint_covering(self, size: int | None = None) -> SignedCheckpoint:
         """The latest sealed checkpoint if it covers ``size`` entries (default: every entry
-        durable now), else one sealed for the reader — at most one per ``SEAL_SPACING`` however
-        many readers ask (issue 8 item 11): they queue and share it."""
+        durable now), else one sealed for the reader — at most one per ``SEAL_SPACING`` per worker
+        process however many readers ask (issue 8 item 11): they queue and share it."""
         async with self._seal_lock:
             want = self.log.size() if size is None else size
             latest = self.log.latest_checkpoint()
