@@ -57,9 +57,8 @@ def test_calls_queued_while_the_lock_is_held_elsewhere_join_the_waiting_batch(
         with open(tmp_path / LOCK_NAME, "rb+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             first = committer.submit([AppendEntry(0, b"{}")], prepare=prepared.set)
-            assert await asyncio.to_thread(prepared.wait, 5)  # drained alone, now waiting
+            assert await asyncio.to_thread(prepared.wait, 5)  # drained alone; the lock is held
             second = committer.submit([AppendEntry(1, b"{}")])
-            await asyncio.sleep(0.05)  # the writer is blocked on the lock, not on its queue
             fcntl.flock(lock, fcntl.LOCK_UN)
         await asyncio.gather(first, second)
         assert committer.commits == 1 and storage.tree_size() == 2
