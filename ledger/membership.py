@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from ledger.sealturn import TURN_FILE, HostTurn, ProcessTurn, SealTurn
 from ledger.storage import is_database_url
 
 
@@ -70,3 +71,13 @@ def open_membership(data_dir: Path, database: str | None, keys: str) -> Membersh
     from ledger.cluster import Cluster
 
     return Cluster(data_dir)
+
+
+def open_seal_turn(data_dir: Path, database: str | None) -> SealTurn:
+    """The turn to seal checkpoints for readers (``ledger/sealturn.py``): shared by the worker
+    processes of a SQLite folder, this process's own on PostgreSQL."""
+    if database is not None and is_database_url(database):
+        return ProcessTurn()
+    from ledger.cluster import RUN_DIR
+
+    return HostTurn(data_dir / RUN_DIR / TURN_FILE)

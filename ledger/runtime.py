@@ -32,9 +32,10 @@ from ledger.keyring import (
     signing_keys,
 )
 from ledger.log import LogReader, SignedCheckpoint
-from ledger.membership import Membership, open_membership
+from ledger.membership import Membership, open_membership, open_seal_turn
 from ledger.names import NameCodec
 from ledger.provenance import Issuer
+from ledger.sealturn import wait_before
 from ledger.service import LeaseService
 from ledger.signer import Signer
 from ledger.storage import Storage, StorageError, default_origin, open_storage
@@ -90,9 +91,9 @@ class Runtime:
         self.tasks.add("leader", self._lead, LEAD_INTERVAL)
         self.tasks.add("sweeper", self._sweep, config.sweep_interval)
         self.tasks.add("sealer", self._seal, config.checkpoint_interval)
-        self._seal_lock = asyncio.Lock()
+        self._seal_lock = asyncio.Lock()  # one reader's sealing in flight per process
+        self._turn = open_seal_turn(config.data_dir, config.database)
         self._rotating: Path | None = None  # a key file whose switch is scheduled
-        self._sealed_at = -SEAL_SPACING
         self.tasks.add("keywatch", self.reload_keys, config.key_watch_interval)
 
     @classmethod
@@ -165,17 +166,40 @@ class Runtime:
 
     async def checkpoint_covering(self, size: int | None = None) -> SignedCheckpoint:
         """The latest sealed checkpoint if it covers ``size`` entries (default: every entry
-        durable now), else one sealed for the reader — at most one per ``SEAL_SPACING`` per worker
-        process however many readers ask (issue 8 item 11): they queue and share it."""
+        durable now), else one sealed for the reader — at most one per ``SEAL_SPACING`` for all
+        the worker processes of a SQLite folder (per process on PostgreSQL) however many readers
+        ask (issue 8 item 11): they queue for the turn and share what it sealed."""
         async with self._seal_lock:
             want = self.log.size() if size is None else size
             latest = self.log.latest_checkpoint()
             if latest is not None and latest.tree_size >= want:
                 return latest
-            await asyncio.sleep(self._sealed_at + SEAL_SPACING - time.monotonic())
-            signed = await self.publish_checkpoint()
-            self._sealed_at = time.monotonic()
-            return signed
+            sealed_at = await self._take_turn()
+            signed_at: float | None = None
+            try:
+                latest = self.log.latest_checkpoint()  # another worker's turn may have sealed it
+                if latest is not None and latest.tree_size >= want:
+                    return latest
+                await asyncio.sleep(wait_before(sealed_at, SEAL_SPACING))
+                signed = await self.publish_checkpoint()
+                signed_at = time.time()
+                return signed
+            finally:
+                self._turn.give(signed_at)
+
+    async def _take_turn(self) -> float:
+        """The seal turn, waited for off the loop; a caller cancelled while waiting gives the
+        turn back as soon as it comes (else the other workers' readers would wait forever)."""
+        taking = asyncio.get_running_loop().run_in_executor(None, self._turn.take)
+        try:
+            return await asyncio.shield(taking)
+        except asyncio.CancelledError:
+            taking.add_done_callback(self._give_back)
+            raise
+
+    def _give_back(self, taking: asyncio.Future[float]) -> None:
+        if not taking.cancelled() and taking.exception() is None:
+            self._turn.give(None)
 
     async def reload_keys(self) -> None:
         """Sign with the newest key of the keys folder from now on, if it is new (`tenure keys

@@ -1,0 +1,120 @@
+"""Readers' sealing is bounded across the worker processes of a folder, not per process: the
+turn (``ledger/sealturn.py``) is one ``flock`` for the host, and the time of the last sealing
+travels with it. Real files, real processes (a holder killed with -9), two real runtimes on one
+folder."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ledger.calls import LeaseCall
+from ledger.runtime import SEAL_SPACING, Runtime, RuntimeConfig
+from ledger.sealturn import HostTurn, ProcessTurn, wait_before
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _held(path: Path) -> bool:
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def test_the_turn_is_exclusive_and_carries_the_last_sealing(tmp_path: Path) -> None:
+    path = tmp_path / "seal.lock"
+    first, second = HostTurn(path), HostTurn(path)
+    assert first.take() == 0.0  # never sealed
+    assert _held(path)
+    first.give(1234.5)
+    assert not _held(path)
+    assert second.take() == 1234.5
+    second.give(None)  # a turn that sealed nothing leaves the mark as it was
+    assert first.take() == 1234.5
+    first.give(None)
+
+
+def test_a_holder_killed_with_minus_9_gives_the_turn_back(tmp_path: Path) -> None:
+    path = tmp_path / "seal.lock"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from ledger.sealturn import HostTurn\n"
+            "t = HostTurn(Path(sys.argv[1])); t.take(); t.give(77.0); t.take()\n"
+            "print('held', flush=True); time.sleep(60)",
+            str(path),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        assert _held(path)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    turn = HostTurn(path)
+    assert turn.take() == 77.0
+    turn.give(None)
+
+
+def test_the_process_turn_keeps_its_mark() -> None:
+    turn = ProcessTurn()
+    assert turn.take() == 0.0
+    turn.give(5.0)
+    assert turn.take() == 5.0
+    turn.give(None)
+    assert turn.take() == 5.0
+    turn.give(None)
+
+
+@pytest.mark.parametrize(
+    ("sealed_at", "now", "wait"),
+    [(100.0, 100.25, 0.75), (100.0, 101.5, 0.0), (0.0, 100.0, 0.0), (200.0, 100.0, 1.0)],
+)
+def test_the_wait_before_the_next_sealing(sealed_at: float, now: float, wait: float) -> None:
+    """Spacing from the last sealing, never negative, never more than the spacing (a wall
+    clock stepped back, as in the last case, must not stall readers)."""
+    assert wait_before(sealed_at, 1.0, now) == pytest.approx(wait)
+
+
+def test_two_workers_readers_share_one_sealing_a_second(tmp_path: Path) -> None:
+    """Worker B's reader asks right after worker A's sealed for its own: B waits out the rest of
+    A's second, then seals (the old per-process bound let it seal at once)."""
+
+    async def scenario() -> tuple[float, int, int]:
+        config = RuntimeConfig(tmp_path / "data", tmp_path / "keys")
+        first = Runtime.open(config)
+        second = Runtime.open(config)
+        await first.start()
+        await second.start()
+        try:
+            await first.service.lease(LeaseCall("acquire", "t", "one", holder="w"))
+            await first.checkpoint_covering()
+            sealed = time.monotonic()
+            await second.service.lease(LeaseCall("acquire", "t", "two", holder="w"))
+            signed = await second.checkpoint_covering()
+            apart = time.monotonic() - sealed
+            stored = first.storage.checkpoints(0, 10)
+            return apart, signed.tree_size, len(stored)
+        finally:
+            await second.stop()
+            await first.stop()
+
+    apart, size, stored = asyncio.run(scenario())
+    assert size == 2 and stored == 2
+    assert apart >= 0.9 * SEAL_SPACING
