@@ -53,6 +53,28 @@ def test_partial_requests_are_answered_408_and_closed(fresh_server: Server) -> N
         assert lease(api, "acquire", resource=rid(), holder="w").status_code == 201
 
 
+def test_each_request_on_a_kept_alive_connection_gets_its_own_deadline(
+    fresh_server: Server,
+) -> None:
+    """A second request begun while the connection's first deadline is still pending is cut a
+    whole read timeout after its own first byte, not at the first one's deadline (the guard
+    keeps one timer per connection and re-arms it)."""
+    fresh_server.args = ["--read-timeout", "1"]
+    fresh_server.start()
+    port = int(fresh_server.url.rsplit(":", 1)[1])
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    sock.settimeout(5)
+    assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+    time.sleep(0.5)  # real time: the deadline is a wall-clock limit of the socket
+    sock.sendall(b"POST /api/v1/lease/get HTTP/1.1\r\nHost: x\r\n")  # never ends
+    began = time.monotonic()
+    answer = _read_all(sock, 5)
+    cut_after = time.monotonic() - began
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:80]
+    assert 0.9 <= cut_after < 3, cut_after
+
+
 def test_a_complete_blocking_wait_is_not_cut_by_the_read_deadline(fresh_server: Server) -> None:
     fresh_server.args = ["--read-timeout", "1"]
     fresh_server.start()
