@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from ledger.keyed import KeyedSha256
 from ledger.leases import Event
 from verify.jcs import MAX_SAFE_INTEGER, canonicalize
 
@@ -53,6 +54,10 @@ class Pseudonyms:
     tenant: str
     key: bytes
     _known: dict[tuple[bytes, str], str] = field(default_factory=dict, compare=False, repr=False)
+    _mac: KeyedSha256 = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_mac", KeyedSha256(self.key))  # the tenant's key, once
 
     @classmethod
     def derive(cls, master: bytes, tenant: str) -> Pseudonyms:
@@ -80,7 +85,7 @@ class Pseudonyms:
         if known is None:
             if len(self._known) >= _REMEMBERED:
                 self._known.clear()
-            known = self._known[(label, name)] = _mac(self.key, label, name)
+            known = self._known[(label, name)] = self._mac.digest(label + name.encode()).hex()
         return known
 
 

@@ -19,6 +19,8 @@ from typing import Any
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
+from ledger.keyed import KeyedSha256
+
 DIGEST_BYTES = 16
 """Lookup digests are HMAC-SHA256 truncated to 128 bits."""
 NONCE_BYTES = 12
@@ -38,6 +40,7 @@ class NameCodec:
         if len(key) != 32:
             raise ValueError(f"the names key must be 32 bytes, found {len(key)}")
         self._lookup = hmac.digest(key, LOOKUP_LABEL, "sha256")
+        self._lookup_mac = KeyedSha256(self._lookup)
         self._aead = ChaCha20Poly1305(hmac.digest(key, SEAL_LABEL, "sha256"))
         self._known: dict[tuple[bytes, str, str], bytes] = {}
         self._sealed: dict[tuple[object, ...], bytes] = {}
@@ -69,7 +72,7 @@ class NameCodec:
                 self._known.clear()
             owner = self.tenant(tenant) if kind != b"tenant" else b""
             message = kind + b"\x00" + owner + name.encode()
-            known = hmac.digest(self._lookup, message, "sha256")[:DIGEST_BYTES]
+            known = self._lookup_mac.digest(message)[:DIGEST_BYTES]
             self._known[(kind, tenant, name)] = known
         return known
 
