@@ -10,7 +10,7 @@ docs/decisions/0001-ledger-entry-format.md.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import hmac
 import re
 import time
@@ -30,8 +30,20 @@ _REMEMBERED = 512  # pseudonyms kept per tenant before the memo starts over (iss
 
 def iso(ms: int) -> str:
     """ISO 8601 UTC with milliseconds, the one time format of entries and answers."""
-    seconds, millis = divmod(ms, 1000)
-    return f"{_second(seconds)}.{millis:03d}Z"
+    known = _ISO.get(ms)
+    if known is None:
+        # A lease event formats its three instants (now, expiry, lifecycle end) five times,
+        # in its entry and its answer (issue 10); threads share the memo (dict operations are
+        # atomic), and it starts over when full (issue 15).
+        if len(_ISO) >= _ISO_KEPT:
+            _ISO.clear()
+        seconds, millis = divmod(ms, 1000)
+        known = _ISO[ms] = f"{_second(seconds)}.{millis:03d}Z"
+    return known
+
+
+_ISO: dict[int, str] = {}
+_ISO_KEPT = 4096
 
 
 @lru_cache(maxsize=256)
@@ -43,7 +55,7 @@ def _second(seconds: int) -> str:
 
 def b64(data: bytes) -> str:
     """Standard base64, the encoding of every hash in answers, proofs and checkpoints."""
-    return base64.b64encode(data).decode()
+    return binascii.b2a_base64(data, newline=False).decode()  # base64.b64encode's own call
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import json
 import os
+from json.encoder import encode_basestring_ascii as _quoted
 from typing import Any
 
 from cryptography.exceptions import InvalidTag
@@ -101,12 +102,18 @@ class NameCodec:
         if sealed is None:
             if len(self._sealed) >= _REMEMBERED:
                 self._sealed.clear()
-            plain = json.dumps(value).encode()  # the default encoder is fast
+            plain = names_json(value).encode()
             sealed = self._sealed[key] = self.seal(table, row, plain)
         return sealed
 
     def open_json(self, table: bytes, row: bytes, sealed: bytes) -> Any:
         return json.loads(self.open(table, row, sealed))
+
+
+def names_json(value: list[str | None]) -> str:
+    """``json.dumps(value)`` of a list of names, byte for byte, without the encoder's Python
+    layers (~0.5 µs against ~2.5; two per lease event)."""
+    return "[" + ", ".join(["null" if name is None else _quoted(name) for name in value]) + "]"
 
 
 NAMES_CHECK = "names_check"
