@@ -87,7 +87,7 @@ def render(
 ) -> dict[str, Any]:
     """The answer's data; ``base`` carries what every answer repeats (versions, limits)."""
     outcome = decision.outcome
-    data: dict[str, Any] = {"status": status_of(outcome), "op": op, "outcome": outcome.value}
+    data: dict[str, Any] = {"status": status_of(outcome), "op": op, "outcome": outcome._value_}
     data["resource"] = resource.name
     data["granted"] = _granted(op, outcome, resource)
     lease = decision.lease

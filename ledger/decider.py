@@ -239,7 +239,7 @@ class Decider:
             )
             self.tx.apply(remembered)
         if granted and token is not None:
-            answer.data = {**data, "ownerToken": token}
+            data["ownerToken"] = token  # last, as the answer has always put it; after remembering
         return answer
 
     def record(

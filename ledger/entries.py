@@ -135,7 +135,7 @@ def encode_entry(
     if (
         event.revocation is not None
         or (trigger is not None and _PLAIN.fullmatch(trigger) is None)
-        or not all(-MAX_SAFE_INTEGER <= n <= MAX_SAFE_INTEGER for n in ints)
+        or not -MAX_SAFE_INTEGER <= min(ints) <= max(ints) <= MAX_SAFE_INTEGER
     ):
         return canonicalize(entry_fields(index, event, names, resource, result_digest))
     scope = "" if lease.scope is None else f',"scope":"{names.scope(lease.scope)}"'
@@ -143,7 +143,7 @@ def encode_entry(
     return (
         f'{{"absoluteExpiresAt":"{iso(event.lifecycle_end)}","capacity":{event.capacity},'
         f'"expiresAt":"{iso(event.expires_at)}","fencingToken":{lease.fencing_token},'
-        f'"holder":"{names.holder(lease.holder)}","index":{index},"kind":"{event.kind.value}",'
+        f'"holder":"{names.holder(lease.holder)}","index":{index},"kind":"{event.kind._value_}",'
         f'"leaseId":{lease.lease_id},"ownerTokenDigest":"{lease.owner_digest.hex()}",'
         f'"resource":"{names.resource(resource)}"{result}{scope},"tenant":"{names.tenant}",'
         f'"time":"{iso(event.time)}"'

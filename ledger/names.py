@@ -44,6 +44,7 @@ class NameCodec:
         self._lookup_mac = KeyedSha256(self._lookup)
         self._aead = ChaCha20Poly1305(hmac.digest(key, SEAL_LABEL, "sha256"))
         self._known: dict[tuple[bytes, str, str], bytes] = {}
+        self._pairs: dict[tuple[str, str], tuple[bytes, bytes]] = {}
         self._sealed: dict[tuple[object, ...], bytes] = {}
 
     @property
@@ -59,6 +60,16 @@ class NameCodec:
     def resource(self, tenant: str, name: str) -> bytes:
         """A resource name's lookup digest within its tenant."""
         return self._digest(b"resource", tenant, name)
+
+    def resource_key(self, tenant: str, name: str) -> tuple[bytes, bytes]:
+        """``(tenant, resource)`` digests together, remembered as a pair: a lease event needs
+        them for its read, its resource row and its lease row (issue 10)."""
+        key = self._pairs.get((tenant, name))
+        if key is None:
+            if len(self._pairs) >= _REMEMBERED:
+                self._pairs.clear()
+            key = self._pairs[(tenant, name)] = (self.tenant(tenant), self.resource(tenant, name))
+        return key
 
     def scope(self, tenant: str, name: str) -> bytes:
         return self._digest(b"scope", tenant, name)

@@ -36,7 +36,7 @@ Row = tuple[object, ...]
 def resource_key(codec: NameCodec, tenant: str, name: str) -> tuple[bytes, bytes]:
     """``(tenant, name)`` digests: the key of ``resources``, and of a resource's leases and
     waiters."""
-    return codec.tenant(tenant), codec.resource(tenant, name)
+    return codec.resource_key(tenant, name)
 
 
 def put_resource(codec: NameCodec, c: PutResource) -> Row:

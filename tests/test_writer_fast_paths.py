@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ledger import entries
 from ledger.entries import b64, iso
-from ledger.names import names_json
+from ledger.names import NameCodec, names_json
 
 
 @given(st.lists(st.none() | st.text(), max_size=5))
@@ -45,3 +45,12 @@ def test_iso_memo_starts_over_when_full() -> None:
 @given(st.binary(max_size=80))
 def test_b64_is_standard_base64(data: bytes) -> None:
     assert b64(data) == base64.b64encode(data).decode()
+
+
+def test_a_resource_key_is_its_two_digests() -> None:
+    codec = NameCodec(bytes(range(32)))
+    for tenant, name in [("a", "x"), ("b", "x"), ("a", "y"), ("a", "x")]:
+        pair = codec.resource_key(tenant, name)
+        assert pair == (codec.tenant(tenant), codec.resource(tenant, name))
+    assert codec.resource_key("a", "x") != codec.resource_key("b", "x")
+    assert codec.resource_key("a", "x")[1] != codec.resource_key("a", "y")[1]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
+from itertools import chain
 
 from ledger import sealing
 from ledger.changes import (
@@ -111,7 +112,7 @@ def insert_rows(conn: sqlite3.Connection, head: str, rows: Sequence[Row]) -> Non
     """``head`` (``INSERT … VALUES ``) for every row, up to :data:`MAX_ROWS` per statement."""
     width = len(rows[0])
     for start, count in chunks(len(rows)):
-        params = [value for row in rows[start : start + count] for value in row]
+        params = list(chain.from_iterable(rows[start : start + count]))
         conn.execute(head + values(width, count), params)
 
 
