@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from ledger import entries
 from ledger.entries import b64, iso
 from ledger.names import NameCodec, names_json
+from ledger.sqlite import pending
 
 
 @given(st.lists(st.none() | st.text(), max_size=5))
@@ -54,3 +55,11 @@ def test_a_resource_key_is_its_two_digests() -> None:
         assert pair == (codec.tenant(tenant), codec.resource(tenant, name))
     assert codec.resource_key("a", "x") != codec.resource_key("b", "x")
     assert codec.resource_key("a", "x")[1] != codec.resource_key("a", "y")[1]
+
+
+def test_a_multi_row_statement_is_made_once() -> None:
+    """The driver's statement cache then finds it without hashing a new string each time."""
+    head = "INSERT INTO t(a, b) VALUES "
+    made = pending.statement(head, 2, 4)
+    assert made == head + "(?, ?), (?, ?), (?, ?), (?, ?)"
+    assert pending.statement(head, 2, 4) is made
