@@ -252,8 +252,10 @@ class Decider:
         apply = self.tx.apply
         for change in recorded.ops:
             apply(change)
-        if any(event.kind in FREEING for event in decision.events):
-            waits.serve(self, (res.tenant, res.name), decision.events[-1].time)
+        for event in decision.events:
+            if event.kind in FREEING:
+                waits.serve(self, (res.tenant, res.name), decision.events[-1].time)
+                break
         return recorded.position, recorded.entry, recorded.names
 
     def render(
