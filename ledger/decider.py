@@ -202,7 +202,7 @@ class Decider:
                 presented_owner=presented,
                 fencing_token=call.fencing_token,
                 capacity=call.capacity,
-                fingerprint=_fingerprint(call),
+                fingerprint=None if call.fingerprint is None else _fingerprint(call.fingerprint),
                 scope=call.scope,
             )
             return leases.acquire(res, args, now)
@@ -271,10 +271,8 @@ class Decider:
         return data
 
 
-def _fingerprint(call: LeaseCall) -> bytes | None:
-    if call.fingerprint is None:
-        return None
-    return hashlib.sha256(call.fingerprint.encode()).digest()
+def _fingerprint(fingerprint: str) -> bytes:
+    return hashlib.sha256(fingerprint.encode()).digest()
 
 
 def _json(data: dict[str, Any]) -> str:

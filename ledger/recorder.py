@@ -95,7 +95,8 @@ class Recorder:
             index = tree.size
             if event.kind is EventKind.ACQUIRE:
                 event.lease.lease_id = index
-            entry = encode_entry(index, event, names, res.name, _result_digest(res, event))
+            done = _result_digest(res, event) if event.kind is EventKind.COMPLETE else None
+            entry = encode_entry(index, event, names, res.name, done)
             leaf = leaf_hash(entry)
             ops.append(AppendEntry(index, entry))
             ops.append(PutNodes(tuple(tree.append(leaf))))

@@ -77,8 +77,9 @@ class PendingWrites:
                 self.nodes.extend(change.nodes)
             case PutResource():
                 row = sealing.put_resource(names, change)
-                self.resources.pop(row[:2], None)  # a later row of a resource replaces it
-                self.resources[row[:2]] = row
+                key = row[:2]
+                self.resources.pop(key, None)  # a later row of a resource replaces it
+                self.resources[key] = row
             case PutLease():
                 self.leases.append(sealing.put_lease(names, change))
             case SetLeaseExpiry():
