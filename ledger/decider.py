@@ -202,7 +202,7 @@ class Decider:
                 presented_owner=presented,
                 fencing_token=call.fencing_token,
                 capacity=call.capacity,
-                fingerprint=_fingerprint(call),
+                fingerprint=None if call.fingerprint is None else _fingerprint(call.fingerprint),
                 scope=call.scope,
             )
             return leases.acquire(res, args, now)
@@ -239,7 +239,7 @@ class Decider:
             )
             self.tx.apply(remembered)
         if granted and token is not None:
-            answer.data = {**data, "ownerToken": token}
+            data["ownerToken"] = token  # last, as the answer has always put it; after remembering
         return answer
 
     def record(
@@ -252,8 +252,10 @@ class Decider:
         apply = self.tx.apply
         for change in recorded.ops:
             apply(change)
-        if any(event.kind in FREEING for event in decision.events):
-            waits.serve(self, (res.tenant, res.name), decision.events[-1].time)
+        for event in decision.events:
+            if event.kind in FREEING:
+                waits.serve(self, (res.tenant, res.name), decision.events[-1].time)
+                break
         return recorded.position, recorded.entry, recorded.names
 
     def render(
@@ -269,10 +271,8 @@ class Decider:
         return data
 
 
-def _fingerprint(call: LeaseCall) -> bytes | None:
-    if call.fingerprint is None:
-        return None
-    return hashlib.sha256(call.fingerprint.encode()).digest()
+def _fingerprint(fingerprint: str) -> bytes:
+    return hashlib.sha256(fingerprint.encode()).digest()
 
 
 def _json(data: dict[str, Any]) -> str:

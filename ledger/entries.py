@@ -10,7 +10,7 @@ docs/decisions/0001-ledger-entry-format.md.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import hmac
 import re
 import time
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from ledger.keyed import KeyedSha256
 from ledger.leases import Event
 from verify.jcs import MAX_SAFE_INTEGER, canonicalize
 
@@ -29,8 +30,20 @@ _REMEMBERED = 512  # pseudonyms kept per tenant before the memo starts over (iss
 
 def iso(ms: int) -> str:
     """ISO 8601 UTC with milliseconds, the one time format of entries and answers."""
-    seconds, millis = divmod(ms, 1000)
-    return f"{_second(seconds)}.{millis:03d}Z"
+    known = _ISO.get(ms)
+    if known is None:
+        # A lease event formats its three instants (now, expiry, lifecycle end) five times,
+        # in its entry and its answer (issue 10); threads share the memo (dict operations are
+        # atomic), and it starts over when full (issue 15).
+        if len(_ISO) >= _ISO_KEPT:
+            _ISO.clear()
+        seconds, millis = divmod(ms, 1000)
+        known = _ISO[ms] = f"{_second(seconds)}.{millis:03d}Z"
+    return known
+
+
+_ISO: dict[int, str] = {}
+_ISO_KEPT = 4096
 
 
 @lru_cache(maxsize=256)
@@ -42,7 +55,7 @@ def _second(seconds: int) -> str:
 
 def b64(data: bytes) -> str:
     """Standard base64, the encoding of every hash in answers, proofs and checkpoints."""
-    return base64.b64encode(data).decode()
+    return binascii.b2a_base64(data, newline=False).decode()  # base64.b64encode's own call
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +66,10 @@ class Pseudonyms:
     tenant: str
     key: bytes
     _known: dict[tuple[bytes, str], str] = field(default_factory=dict, compare=False, repr=False)
+    _mac: KeyedSha256 = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_mac", KeyedSha256(self.key))  # the tenant's key, once
 
     @classmethod
     def derive(cls, master: bytes, tenant: str) -> Pseudonyms:
@@ -63,10 +80,13 @@ class Pseudonyms:
         )
 
     def resource(self, name: str) -> str:
-        return self._of(b"resource\x00", name)
+        # a remembered name is found here, without a second call (six look-ups per event)
+        known = self._known.get((_RESOURCE, name))
+        return self._of(_RESOURCE, name) if known is None else known
 
     def holder(self, name: str) -> str:
-        return self._of(b"holder\x00", name)
+        known = self._known.get((_HOLDER, name))
+        return self._of(_HOLDER, name) if known is None else known
 
     def scope(self, name: str) -> str:
         return self._of(b"scope\x00", name)
@@ -80,8 +100,12 @@ class Pseudonyms:
         if known is None:
             if len(self._known) >= _REMEMBERED:
                 self._known.clear()
-            known = self._known[(label, name)] = _mac(self.key, label, name)
+            known = self._known[(label, name)] = self._mac.digest(label + name.encode()).hex()
         return known
+
+
+_RESOURCE = b"resource\x00"
+_HOLDER = b"holder\x00"
 
 
 def _mac(key: bytes, label: bytes, value: str) -> str:
@@ -118,7 +142,7 @@ def encode_entry(
     if (
         event.revocation is not None
         or (trigger is not None and _PLAIN.fullmatch(trigger) is None)
-        or not all(-MAX_SAFE_INTEGER <= n <= MAX_SAFE_INTEGER for n in ints)
+        or not -MAX_SAFE_INTEGER <= min(ints) <= max(ints) <= MAX_SAFE_INTEGER
     ):
         return canonicalize(entry_fields(index, event, names, resource, result_digest))
     scope = "" if lease.scope is None else f',"scope":"{names.scope(lease.scope)}"'
@@ -126,7 +150,7 @@ def encode_entry(
     return (
         f'{{"absoluteExpiresAt":"{iso(event.lifecycle_end)}","capacity":{event.capacity},'
         f'"expiresAt":"{iso(event.expires_at)}","fencingToken":{lease.fencing_token},'
-        f'"holder":"{names.holder(lease.holder)}","index":{index},"kind":"{event.kind.value}",'
+        f'"holder":"{names.holder(lease.holder)}","index":{index},"kind":"{event.kind._value_}",'
         f'"leaseId":{lease.lease_id},"ownerTokenDigest":"{lease.owner_digest.hex()}",'
         f'"resource":"{names.resource(resource)}"{result}{scope},"tenant":"{names.tenant}",'
         f'"time":"{iso(event.time)}"'

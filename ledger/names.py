@@ -14,10 +14,13 @@ from __future__ import annotations
 import hmac
 import json
 import os
+from json.encoder import encode_basestring_ascii as _quoted
 from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+
+from ledger.keyed import KeyedSha256
 
 DIGEST_BYTES = 16
 """Lookup digests are HMAC-SHA256 truncated to 128 bits."""
@@ -38,8 +41,10 @@ class NameCodec:
         if len(key) != 32:
             raise ValueError(f"the names key must be 32 bytes, found {len(key)}")
         self._lookup = hmac.digest(key, LOOKUP_LABEL, "sha256")
+        self._lookup_mac = KeyedSha256(self._lookup)
         self._aead = ChaCha20Poly1305(hmac.digest(key, SEAL_LABEL, "sha256"))
         self._known: dict[tuple[bytes, str, str], bytes] = {}
+        self._pairs: dict[tuple[str, str], tuple[bytes, bytes]] = {}
         self._sealed: dict[tuple[object, ...], bytes] = {}
 
     @property
@@ -56,6 +61,16 @@ class NameCodec:
         """A resource name's lookup digest within its tenant."""
         return self._digest(b"resource", tenant, name)
 
+    def resource_key(self, tenant: str, name: str) -> tuple[bytes, bytes]:
+        """``(tenant, resource)`` digests together, remembered as a pair: a lease event needs
+        them for its read, its resource row and its lease row (issue 10)."""
+        key = self._pairs.get((tenant, name))
+        if key is None:
+            if len(self._pairs) >= _REMEMBERED:
+                self._pairs.clear()
+            key = self._pairs[(tenant, name)] = (self.tenant(tenant), self.resource(tenant, name))
+        return key
+
     def scope(self, tenant: str, name: str) -> bytes:
         return self._digest(b"scope", tenant, name)
 
@@ -69,7 +84,7 @@ class NameCodec:
                 self._known.clear()
             owner = self.tenant(tenant) if kind != b"tenant" else b""
             message = kind + b"\x00" + owner + name.encode()
-            known = hmac.digest(self._lookup, message, "sha256")[:DIGEST_BYTES]
+            known = self._lookup_mac.digest(message)[:DIGEST_BYTES]
             self._known[(kind, tenant, name)] = known
         return known
 
@@ -98,12 +113,18 @@ class NameCodec:
         if sealed is None:
             if len(self._sealed) >= _REMEMBERED:
                 self._sealed.clear()
-            plain = json.dumps(value).encode()  # the default encoder is fast
+            plain = names_json(value).encode()
             sealed = self._sealed[key] = self.seal(table, row, plain)
         return sealed
 
     def open_json(self, table: bytes, row: bytes, sealed: bytes) -> Any:
         return json.loads(self.open(table, row, sealed))
+
+
+def names_json(value: list[str | None]) -> str:
+    """``json.dumps(value)`` of a list of names, byte for byte, without the encoder's Python
+    layers (~0.5 µs against ~2.5; two per lease event)."""
+    return "[" + ", ".join(["null" if name is None else _quoted(name) for name in value]) + "]"
 
 
 NAMES_CHECK = "names_check"

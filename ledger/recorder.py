@@ -52,13 +52,29 @@ class Recorder:
     """
 
     def __init__(self, tree: CompactRange, master_secret: bytes) -> None:
-        self.tree = tree
+        self._tree = tree
         self._master = master_secret
         self.names: LRU[str, Pseudonyms] = LRU(PSEUDONYM_CACHE)
+        self._last: Position | None = None
+        """The position :meth:`record` last answered: its root is the tree's while the size
+        has not moved and the tree was not replaced (the batch's last event is the one the
+        commit publishes)."""
+
+    @property
+    def tree(self) -> CompactRange:
+        """The Merkle frontier; replacing it (a reload) forgets the remembered root."""
+        return self._tree
+
+    @tree.setter
+    def tree(self, tree: CompactRange) -> None:
+        self._tree, self._last = tree, None
 
     def position(self) -> Position:
         """The tree's size and root after everything recorded so far."""
-        return Position(self.tree.size, b64(self.tree.root()))
+        last, size = self._last, self._tree.size
+        if last is not None and last.tree_size == size:
+            return Position(size, last.root_hash)
+        return Position(size, b64(self._tree.root()))
 
     def pseudonyms(self, tenant: str) -> Pseudonyms:
         """The tenant's keyed pseudonyms (DESIGN §4), derived and kept in a bounded cache."""
@@ -69,27 +85,28 @@ class Recorder:
 
     def record(self, res: Resource, decision: Decision) -> Recorded:
         """Append one entry per event; the changes, the position and the last entry's bytes."""
-        if not decision.events:
+        events = decision.events
+        if not events:
             return Recorded([])
-        names = self.pseudonyms(res.tenant)
+        names, tree = self.pseudonyms(res.tenant), self._tree
         ops: list[Change] = []
         index, leaf, entry = -1, b"", b""
-        for event in decision.events:
-            index = self.tree.size
+        for event in events:
+            index = tree.size
             if event.kind is EventKind.ACQUIRE:
                 event.lease.lease_id = index
-            entry = encode_entry(index, event, names, res.name, _result_digest(res, event))
+            done = _result_digest(res, event) if event.kind is EventKind.COMPLETE else None
+            entry = encode_entry(index, event, names, res.name, done)
             leaf = leaf_hash(entry)
             ops.append(AppendEntry(index, entry))
-            ops.append(PutNodes(tuple(self.tree.append(leaf))))
+            ops.append(PutNodes(tuple(tree.append(leaf))))
             ops.append(_lease_change(res, event))
         ops.append(resource_change(res))
-        position = Position(self.tree.size, b64(self.tree.root()), index, b64(leaf))
-        last = decision.events[-1].lease.holder
+        position = self._last = Position(tree.size, b64(tree.root()), index, b64(leaf))
         entry_names = {
             "tenant": names.tenant,
             "resource": names.resource(res.name),
-            "holder": names.holder(last),
+            "holder": names.holder(events[-1].lease.holder),
         }
         return Recorded(ops, position, entry, entry_names)
 

@@ -36,13 +36,13 @@ Row = tuple[object, ...]
 def resource_key(codec: NameCodec, tenant: str, name: str) -> tuple[bytes, bytes]:
     """``(tenant, name)`` digests: the key of ``resources``, and of a resource's leases and
     waiters."""
-    return codec.tenant(tenant), codec.resource(tenant, name)
+    return codec.resource_key(tenant, name)
 
 
 def put_resource(codec: NameCodec, c: PutResource) -> Row:
     """``tenant, name, sealed, capacity, max_token, lifecycle_end, fingerprint, result,
     completed_at, completed_fingerprint``; ``sealed`` holds ``[tenant, name]``."""
-    t, n = resource_key(codec, c.tenant, c.name)
+    t, n = codec.resource_key(c.tenant, c.name)
     sealed = codec.seal_json(RESOURCE_NAME, t + n, [c.tenant, c.name])
     result = None
     if c.result_json is not None:
@@ -64,7 +64,7 @@ def put_resource(codec: NameCodec, c: PutResource) -> Row:
 def put_lease(codec: NameCodec, c: PutLease) -> Row:
     """``tenant, resource, fencing_token, sealed, owner_digest, expires_at, scope, lease_id``;
     ``sealed`` holds ``[tenant, resource, holder, scope]``, ``scope`` is the scope's digest."""
-    t, r = resource_key(codec, c.tenant, c.resource)
+    t, r = codec.resource_key(c.tenant, c.resource)
     sealed = codec.seal_json(LEASE, t + r, [c.tenant, c.resource, c.holder, c.scope])
     scope = None if c.scope is None else codec.scope(c.tenant, c.scope)
     return (t, r, c.fencing_token, sealed, c.owner_digest, c.expires_at, scope, c.lease_id)
@@ -75,7 +75,7 @@ def warm_lease(
 ) -> None:
     """Make, ahead of the transaction, the digests and sealed names a grant of this lease
     writes (:func:`put_resource`, :func:`put_lease`): the codec remembers them."""
-    t, r = resource_key(codec, tenant, resource)
+    t, r = codec.resource_key(tenant, resource)
     codec.seal_json(RESOURCE_NAME, t + r, [tenant, resource])
     if holder is not None:
         codec.seal_json(LEASE, t + r, [tenant, resource, holder, scope])
@@ -85,7 +85,7 @@ def warm_lease(
 
 def lease_key(codec: NameCodec, tenant: str, resource: str, fencing_token: int) -> Row:
     """``tenant, resource, fencing_token``: the key of one lease."""
-    return (*resource_key(codec, tenant, resource), fencing_token)
+    return (*codec.resource_key(tenant, resource), fencing_token)
 
 
 def remember(codec: NameCodec, c: RememberRequest) -> Row:
@@ -111,7 +111,7 @@ def scope_key(codec: NameCodec, tenant: str, scope: str) -> tuple[bytes, bytes]:
 
 def add_waiter(codec: NameCodec, c: AddWaiter) -> Row:
     """``waiter_id, tenant, resource, worker, call``, the call sealed to the waiter's id."""
-    t, r = resource_key(codec, c.tenant, c.resource)
+    t, r = codec.resource_key(c.tenant, c.resource)
     call = codec.seal(WAITER_CALL, c.waiter_id.encode(), c.call.encode())
     return (c.waiter_id, t, r, c.worker, call)
 

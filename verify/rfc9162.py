@@ -53,7 +53,7 @@ def leaf_hash(entry: bytes) -> bytes:
 
 def node_hash(left: bytes, right: bytes) -> bytes:
     """SHA-256(0x01 || left || right) (§2.1.1)."""
-    return hashlib.sha256(NODE_PREFIX + left + right).digest()
+    return hashlib.sha256(b"".join((NODE_PREFIX, left, right))).digest()  # one copy, not two
 
 
 def root_from_inclusion_proof(

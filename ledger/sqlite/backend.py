@@ -54,7 +54,7 @@ class SQLiteTransaction:
         return needs_names(self._names_or_none)
 
     def apply(self, change: Change) -> None:
-        names = self._names
+        names = self._names_or_none or self._names  # the property only to raise
         if not self._pending.add(names, change):
             self.flush()
             apply(self._conn, names, change)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
+from itertools import chain
 
 from ledger import sealing
 from ledger.changes import (
@@ -76,8 +77,9 @@ class PendingWrites:
                 self.nodes.extend(change.nodes)
             case PutResource():
                 row = sealing.put_resource(names, change)
-                self.resources.pop(row[:2], None)  # a later row of a resource replaces it
-                self.resources[row[:2]] = row
+                key = row[:2]
+                self.resources.pop(key, None)  # a later row of a resource replaces it
+                self.resources[key] = row
             case PutLease():
                 self.leases.append(sealing.put_lease(names, change))
             case SetLeaseExpiry():
@@ -111,8 +113,8 @@ def insert_rows(conn: sqlite3.Connection, head: str, rows: Sequence[Row]) -> Non
     """``head`` (``INSERT … VALUES ``) for every row, up to :data:`MAX_ROWS` per statement."""
     width = len(rows[0])
     for start, count in chunks(len(rows)):
-        params = [value for row in rows[start : start + count] for value in row]
-        conn.execute(head + values(width, count), params)
+        params = list(chain.from_iterable(rows[start : start + count]))
+        conn.execute(statement(head, width, count), params)
 
 
 def chunks(total: int) -> Iterator[tuple[int, int]]:
@@ -122,6 +124,13 @@ def chunks(total: int) -> Iterator[tuple[int, int]]:
         count = min(MAX_ROWS, 1 << ((total - start).bit_length() - 1))
         yield start, count
         start += count
+
+
+@lru_cache(maxsize=64)
+def statement(head: str, width: int, count: int) -> str:
+    """``head`` and :func:`values`, the same string object every time: the driver's statement
+    cache hashes a new string (~1-3 KB here) on every execution, a remembered one once."""
+    return head + values(width, count)
 
 
 @lru_cache(maxsize=64)

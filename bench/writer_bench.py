@@ -1,0 +1,112 @@
+"""The writer thread's CPU per lease event, without HTTP or an event loop (issue 10).
+
+Not a test: prints figures. Opens a throw-away SQLite ledger with its names key and drives the
+:class:`~ledger.decider.Decider` as the group committer's writer thread does for fresh acquires
+(``bench/vs_etcd.py``'s load): for each batch, every call's ``prepare`` and the storage's
+``warm_lease``, then one transaction with ``begin``, the calls and ``committed``. It prints the
+writer's CPU per event (``thread_time``: before the transaction and inside it) and the user and
+system parts (``getrusage``). For A/B comparisons that the machine's load does not blur, count
+instructions instead: run it under ``valgrind --tool=callgrind`` with two ``--events`` values and
+divide the difference of the totals by the difference of the events.
+
+    .venv/bin/python bench/writer_bench.py [--events 6000] [--batch 12] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import secrets
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ledger.calls import LeaseCall, Limits  # noqa: E402
+from ledger.decider import Decider  # noqa: E402
+from ledger.names import NameCodec  # noqa: E402
+from ledger.service import VERSIONS  # noqa: E402
+from ledger.sqlite.backend import SQLiteStorage  # noqa: E402
+
+START = 1_780_000_000_000
+"""A fixed clock: each event one millisecond after the last."""
+
+
+class Writer:
+    """A decider and its storage, driven batch by batch as the writer thread drives them."""
+
+    def __init__(self, data: Path) -> None:
+        limits = Limits()
+        base = {"deterministic": True, "limits": limits.as_data(), "versions": VERSIONS}
+        self.storage = SQLiteStorage.open(data, NameCodec(secrets.token_bytes(32)))
+        self.decider = Decider(secrets.token_bytes(32), limits, base, asyncio.new_event_loop())
+        self.now = START
+        self.tag = secrets.token_hex(4)
+
+    def batch(self, calls: list[LeaseCall]) -> tuple[float, float]:
+        """One batch: the CPU seconds of its prepares and of its transaction."""
+        decider, storage = self.decider, self.storage
+        started = time.thread_time()
+        for call in calls:
+            decider.prepare(call)
+            storage.warm_lease(call.tenant, call.resource, call.holder, call.scope)
+        opened = time.thread_time()
+        with storage.transaction() as tx:
+            decider.begin(tx)
+            for call in calls:
+                self.now += 1
+                answer = decider.lease(call, self.now, None)
+                assert answer is not None and answer.data["outcome"] == "GRANTED"
+        decider.committed()
+        return opened - started, time.thread_time() - opened
+
+    def run(self, events: int, size: int, label: str) -> dict[str, float]:
+        """``events`` fresh acquires in batches of ``size``: µs per event."""
+        prepare = inside = 0.0
+        before = resource.getrusage(resource.RUSAGE_THREAD)
+        for first in range(0, events, size):
+            calls = [_acquire(f"{label}-{self.tag}-{first + n}") for n in range(size)]
+            spent = self.batch(calls)
+            prepare, inside = prepare + spent[0], inside + spent[1]
+        after = resource.getrusage(resource.RUSAGE_THREAD)
+        done = (events + size - 1) // size * size
+        return {
+            "prepare": prepare / done * 1e6,
+            "transaction": inside / done * 1e6,
+            "user": (after.ru_utime - before.ru_utime) / done * 1e6,
+            "system": (after.ru_stime - before.ru_stime) / done * 1e6,
+        }
+
+
+def _acquire(name: str) -> LeaseCall:
+    return LeaseCall("acquire", "bench", name, holder="worker-1", ttl_seconds=60)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=6000)
+    parser.add_argument("--batch", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="writer-bench-") as folder:
+        writer = Writer(Path(folder))
+        writer.run(600, args.batch, "warm")
+        for round_ in range(args.rounds):
+            spent = writer.run(args.events, args.batch, f"r{round_}")
+            total = spent["prepare"] + spent["transaction"]
+            print(
+                f"events={args.events} batch={args.batch} writer CPU per event: "
+                f"prepare {spent['prepare']:.1f} + transaction {spent['transaction']:.1f} = "
+                f"{total:.1f} µs (user {spent['user']:.1f}, system {spent['system']:.1f})",
+                flush=True,
+            )
+        writer.storage.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
