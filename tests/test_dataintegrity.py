@@ -241,6 +241,21 @@ def test_base58_matches_reference_and_round_trips(data: bytes) -> None:
     assert b58decode(encoded) == data
 
 
+@given(st.binary(min_size=64, max_size=64))
+def test_base58_of_signatures_matches_reference(data: bytes) -> None:
+    assert b58encode(data) == _b58encode_reference(data)
+
+
+def test_base58_at_the_lane_bounds() -> None:
+    """Every lane full, every digit 57, the first number too large for the lanes, and each
+    length of all-ones bytes on both sides of it (70 bytes go by lanes, 71 may not)."""
+    edges = [58**96 - 1, 58**96, 58**64 - 1, 58**64, 58**32 - 1, 58**32, 2**512 - 1]
+    cases = [n.to_bytes(72, "big") for n in edges]
+    cases += [b"\xff" * size for size in range(80)] + [b"\x00" * size for size in range(5)]
+    for data in cases:
+        assert b58encode(data) == _b58encode_reference(data)
+
+
 @given(st.binary(max_size=8).map(lambda b: b"\x00" * 3 + b))
 def test_base58_leading_zeros(data: bytes) -> None:
     assert b58decode(b58encode(data)) == data
