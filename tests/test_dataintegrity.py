@@ -301,6 +301,42 @@ def test_fast_jcs_matches_rfc8785(value: Any) -> None:
     assert jcs.canonicalize(value) == expected
 
 
+def _plain_reference(value: Any) -> bool:
+    """The fast path's rule, recursively (verify/jcs.py module doc): exact dicts under string
+    keys without non-BMP characters, exact lists, strings, bools, None, safe integers."""
+    kind = type(value)
+    if kind is dict:
+        keys_ok = all(type(k) is str and max(k, default="a") <= "\uffff" for k in value)
+        return keys_ok and all(_plain_reference(v) for v in value.values())
+    if kind is list:
+        return all(_plain_reference(v) for v in value)
+    if kind is int:
+        return bool(-(2**53) < value < 2**53)
+    return kind in (str, bool, type(None))
+
+
+class _Str(str):
+    pass
+
+
+_odd = st.one_of(
+    st.tuples(st.integers()), st.builds(_Str, _text), st.sampled_from([2**53, -(2**53), 1.5])
+)
+_any = st.recursive(
+    st.one_of(_scalar, _odd),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5),
+        st.dictionaries(st.one_of(_key, st.integers(0, 3)), inner, max_size=5),
+    ),
+    max_leaves=30,
+)
+
+
+@given(_any)
+def test_is_plain_is_the_rule(value: Any) -> None:
+    assert jcs.is_plain(value) == _plain_reference(value)
+
+
 @pytest.mark.parametrize(
     "value",
     [
