@@ -18,6 +18,10 @@ from api.schemas import input_error
 from api.tenancy import RateLimiter, Tenancy
 from ledger.provenance import UNPARSED
 from ledger.service import LeaseService
+from verify.jcs import HAVE_ORJSON
+
+if HAVE_ORJSON:
+    import orjson
 
 
 @dataclass
@@ -258,9 +262,40 @@ def refuse_duplicate_keys(body: bytes) -> Any:
     the pairs make the same dicts), or ``UNPARSED`` where it read none."""
     if b'"' not in body:
         return UNPARSED
+    flat = _flat_document(body)
+    if flat is not None:
+        return flat
     try:
         return loads_unique(body)
     except DuplicateKey as error:
         raise _duplicate(error) from error
     except (ValueError, RecursionError):
         return UNPARSED
+
+
+def _flat_document(body: bytes) -> dict[str, Any] | None:
+    """The document of a body that is one object of strings, integers, booleans and nulls
+    (most lease bodies) with no key repeated, read by orjson (issue 10: a fifth of the decoder
+    with the hook); None for any other body, which that decoder reads.
+
+    For such a body orjson reads what ``json.loads`` reads, but for integers past 64 bits,
+    which it reads as floats: a float sends the body to the decoder, and so does any body
+    orjson refuses (BOMs, UTF-16, NaN, lone surrogates). With no escaped quote, every quote
+    delimits a key or a string value: more strings in the text than in the document is a
+    repeated key (the decoder names it).
+    """
+    if not HAVE_ORJSON or body.count(b"{") != 1 or b"[" in body or b'\\"' in body:
+        return None
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if type(document) is not dict:
+        return None
+    strings = len(document)  # its keys, then its string values
+    for value in document.values():
+        if type(value) is str:
+            strings += 1
+        elif type(value) is float:
+            return None
+    return document if body.count(b'"') == 2 * strings else None

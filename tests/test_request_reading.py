@@ -4,16 +4,19 @@ the body straight from the ASGI messages — the same values Starlette's own rea
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 from fastapi import Request
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.requests import ClientDisconnect
 
+from api import requests
 from api.refusals import InputError
 from api.requests import BODY_KEY, header, read_body
+from ledger.provenance import UNPARSED
 
 READ = ["accept-provenance", "authorization", "content-length", "content-type", "tenure-namespace"]
 NAMES = st.sampled_from([*READ, "host", "x-other", "accept"])
@@ -73,3 +76,48 @@ def test_wrong_content_type_is_415() -> None:
 def test_disconnect_while_reading() -> None:
     with pytest.raises(ClientDisconnect):
         asyncio.run(read_body(request([], [{"type": "http.disconnect"}]), 100))
+
+
+_keys = st.sampled_from(['"a"', '"b"', '"\\u0061"', '"a\\"b"', '"é"', '"{"', '"x:"'])
+_values = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.sampled_from(["true", "false", "null", "1e400", "NaN", "-0", "1E2", '"\\ud800"', "[1]"]),
+    st.text(max_size=6).map(lambda text: json.dumps(text, ensure_ascii=False)),
+)
+_space = st.sampled_from(["", " ", "\n\t", "\r "])
+
+
+@st.composite
+def _flat_bodies(draw: st.DrawFn) -> bytes:
+    """One object's text, keys drawn from a few (so some repeat, some equal once unescaped)."""
+    members = draw(st.lists(st.tuples(_keys, _space, _values), max_size=5))
+    text = ",".join(f"{key}{space}:{space}{value}" for key, space, value in members)
+    return ("{" + draw(_space) + text + "}").encode("utf-8", "surrogatepass")
+
+
+def _typed(document: Any) -> Any:
+    if isinstance(document, dict):
+        return [(key, type(value).__name__, repr(value)) for key, value in document.items()]
+    return document
+
+
+@settings(max_examples=500, deadline=None)
+@given(_flat_bodies())
+def test_flat_bodies_are_read_as_the_decoder_reads_them(body: bytes) -> None:
+    """Duplicate keys refused alike; otherwise the same document, each value of the same type
+    (an integer past 64 bits stays an integer), or UNPARSED alike."""
+    try:
+        document = (
+            json.loads(body, object_pairs_hook=requests._unique) if b'"' in body else UNPARSED
+        )
+        expected = ("value", _typed(document))
+    except requests.DuplicateKey as error:
+        expected = ("duplicate", error.key)
+    except ValueError:
+        expected = ("value", _typed(UNPARSED))
+    try:
+        found = ("value", _typed(requests.refuse_duplicate_keys(body)))
+    except InputError as error:
+        found = ("duplicate", error.field)
+    assert found == expected
