@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import Response
 
+from api.requests import BODY_KEY, header
 from api.schemas import InputError
 from ledger.calls import now_ms
 from ledger.entries import iso
@@ -50,7 +51,7 @@ def raw(value: Any, status: int = 200) -> Response:
 
 def suite_of(request: Request) -> str:
     """`Accept-Provenance` picks the cryptosuite; RDF canonicalization costs ~2 ms, so opt-in."""
-    asked = request.headers.get("accept-provenance")
+    asked = header(request, "accept-provenance")
     if asked is None:
         return JCS_SUITE
     if asked.strip() not in SUITES:
@@ -99,7 +100,7 @@ def respond(
         except InputError:
             suite = JCS_SUITE  # the refusal of a bad Accept-Provenance is itself signed with jcs
     if body is None:
-        body = getattr(request.state, "body", None)
+        body = request.scope.get(BODY_KEY)
     canonical = canonical_request(request.method, request_path(request), body, document)
     entry, names = cited
     credential, text = issuer.issue_json(data, canonical, entry, names, iso(_now(request)), suite)

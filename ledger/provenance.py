@@ -128,38 +128,38 @@ class Issuer:
         plain = is_plain(hashed) and _plain_names(pseudonyms)
         data_bytes = encode_plain(hashed) if plain else canonicalize(hashed)
         subject: dict[str, Any] = {"type": "LeaseAnswer"}
-        subject.update((name, data[name]) for name in SUBJECT_FIELDS if name in data)
-        if "ledger" in data:
-            subject["ledger"] = data["ledger"]
-        if "error" in data:
-            subject["error"] = data["error"]
+        subject.update({name: data[name] for name in _SUBJECT_PARTS if name in data})
         if pseudonyms:
             subject["pseudonyms"] = pseudonyms
         subject["manifest"] = _manifest(data, data_bytes, request, entry)
         credential = {
             "@context": CONTEXTS,
             "type": ["VerifiableCredential", "LeaseReceipt"],
-            "issuer": self.signer.did,
+            "issuer": self._signer.did,
             "validFrom": now,
             "credentialSubject": subject,
         }
         if suite != JCS_SUITE:
-            return self.signer.sign(credential, suite, created=now), None
+            return self._signer.sign(credential, suite, created=now), None
         subject_bytes = encode_plain(subject) if plain else canonicalize(subject)
-        before, between, after = self._frame
-        canonical = before + subject_bytes + between + self.signer.stamp_bytes(now) + after
-        signed = self.signer.sign_jcs(credential, canonical, now)
+        signer, (before, between, after) = self._signer, self._frame
+        canonical = before + subject_bytes + between + signer.stamp_bytes(now) + after
+        signed, proof = signer.sign_jcs_text(credential, canonical, now)
         if not plain:  # a float's RFC 8785 text may read back as another JSON type in Python
             return signed, None
-        proof = encode_plain(signed["proof"])  # ASCII names, strings and a list of strings
         return signed, canonical[:-1] + b',"proof":' + proof + b"}"
+
+
+_SUBJECT_PARTS = (*SUBJECT_FIELDS, "ledger", "error")  # in the subject's order
 
 
 def _plain_names(pseudonyms: dict[str, str] | None) -> bool:
     """Pseudonyms are ASCII names to strings; anything else takes the canonicalizing path."""
     if not pseudonyms:
         return True
-    return all(type(k) is str and k.isascii() and type(v) is str for k, v in pseudonyms.items())
+    if {*map(type, pseudonyms), *map(type, pseudonyms.values())} != {str}:
+        return False
+    return "".join(pseudonyms).isascii()
 
 
 def _manifest(

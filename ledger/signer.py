@@ -47,6 +47,8 @@ except ImportError:  # pragma: no cover - exercised where PyNaCl is absent
     HAVE_SODIUM = False
 
 _CREATED = "\ue000created"  # a placeholder no dateTimeStamp can be, split out of the template
+_VALUE = "\ue000value"  # nor any base58 proofValue
+_Template = tuple[bytes, bytes, bytes, bytes, bytes]
 
 
 class Signer:
@@ -59,7 +61,7 @@ class Signer:
         self.public_key_multibase: str = public_key_multibase(public_key)
         self.did: str = did_key(public_key)
         self.verification_method: str = verification_method_id(self.did)
-        self._templates: dict[tuple[str, ...], tuple[bytes, bytes]] = {}
+        self._templates: dict[tuple[str, ...], _Template] = {}
         self._created: tuple[str, bytes] = ("", b"")
 
     def sign(
@@ -91,27 +93,34 @@ class Signer:
         """``sign(unsecured, JCS_SUITE, created)``, for a caller that already holds the RFC 8785
         bytes of ``unsecured`` (``canonical``; the caller answers for them) and whose
         ``@context`` is a list of strings: the same proof, without canonicalizing either half."""
+        return self.sign_jcs_text(unsecured, canonical, created)[0]
+
+    def sign_jcs_text(
+        self, unsecured: Mapping[str, Any], canonical: bytes, created: str
+    ) -> tuple[dict[str, Any], bytes]:
+        """:meth:`sign_jcs`, and the RFC 8785 bytes of the proof it added, spliced from the
+        template made with the configuration's (only ``created`` and ``proofValue`` vary)."""
         if "proof" in unsecured:
             raise ValueError("the document already has a proof; proof sets are not supported")
         config = proof_config(unsecured, JCS_SUITE, self.verification_method, created)
-        config_hash = self._config_hash(config["@context"], created)
+        context = config["@context"]
+        key = tuple(context)
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = self._template(context)
+        stamp = self.stamp_bytes(created)
+        config_hash = hashlib.sha256(template[0] + stamp + template[1]).digest()
         document_hash = hashlib.sha256(canonical).digest()
-        config["proofValue"] = multibase_encode(self.sign_bytes(config_hash + document_hash))
-        return {**unsecured, "proof": config}
+        value = multibase_encode(self.sign_bytes(config_hash + document_hash))
+        config["proofValue"] = value
+        text = template[2] + stamp + template[3] + value.encode("ascii") + template[4]
+        return {**unsecured, "proof": config}, text
 
     def sign_bytes(self, message: bytes) -> bytes:
         """The Ed25519 signature of ``message`` (libsodium's where installed; the same bytes)."""
         if self._sodium_key is None:
             return self._private_key.sign(message)
         return crypto_sign(message, self._sodium_key)[:64]  # signature ‖ message
-
-    def _config_hash(self, context: list[str], created: str) -> bytes:
-        """SHA-256 of the proof configuration's canonical bytes, spliced from the template."""
-        key = tuple(context)
-        template = self._templates.get(key)
-        if template is None:
-            template = self._templates[key] = self._template(context)
-        return hashlib.sha256(template[0] + self.stamp_bytes(created) + template[1]).digest()
 
     def stamp_bytes(self, created: str) -> bytes:
         """The RFC 8785 bytes of the dateTimeStamp ``created`` (MalformedInput if it is none),
@@ -123,13 +132,18 @@ class Signer:
             self._created = (created, quoted)
         return quoted
 
-    def _template(self, context: list[str]) -> tuple[bytes, bytes]:
+    def _template(self, context: list[str]) -> _Template:
+        """The canonical bytes of the proof configuration around ``created``, then those of the
+        proof around ``created`` and around its ``proofValue`` (RFC 8785 sorts the members)."""
         if not all(isinstance(item, str) for item in context):
             raise ValueError("sign_jcs needs an @context of strings; use sign")
         placeholder = {"@context": context}
         config = proof_config(placeholder, JCS_SUITE, self.verification_method, _CREATED)
         prefix, suffix = canonicalize(config).split(canonicalize(_CREATED))
-        return prefix, suffix
+        config["proofValue"] = _VALUE
+        before, rest = canonicalize(config).split(canonicalize(_CREATED))
+        between, after = rest.split(canonicalize(_VALUE))
+        return prefix, suffix, before, between + b'"', b'"' + after
 
 
 def _sodium_key(private_key: Ed25519PrivateKey) -> bytes:

@@ -241,6 +241,21 @@ def test_base58_matches_reference_and_round_trips(data: bytes) -> None:
     assert b58decode(encoded) == data
 
 
+@given(st.binary(min_size=64, max_size=64))
+def test_base58_of_signatures_matches_reference(data: bytes) -> None:
+    assert b58encode(data) == _b58encode_reference(data)
+
+
+def test_base58_at_the_lane_bounds() -> None:
+    """Every lane full, every digit 57, the first number too large for the lanes, and each
+    length of all-ones bytes on both sides of it (70 bytes go by lanes, 71 may not)."""
+    edges = [58**96 - 1, 58**96, 58**64 - 1, 58**64, 58**32 - 1, 58**32, 2**512 - 1]
+    cases = [n.to_bytes(72, "big") for n in edges]
+    cases += [b"\xff" * size for size in range(80)] + [b"\x00" * size for size in range(5)]
+    for data in cases:
+        assert b58encode(data) == _b58encode_reference(data)
+
+
 @given(st.binary(max_size=8).map(lambda b: b"\x00" * 3 + b))
 def test_base58_leading_zeros(data: bytes) -> None:
     assert b58decode(b58encode(data)) == data
@@ -284,6 +299,42 @@ def test_fast_jcs_matches_rfc8785(value: Any) -> None:
             jcs.canonicalize(value)
         return
     assert jcs.canonicalize(value) == expected
+
+
+def _plain_reference(value: Any) -> bool:
+    """The fast path's rule, recursively (verify/jcs.py module doc): exact dicts under string
+    keys without non-BMP characters, exact lists, strings, bools, None, safe integers."""
+    kind = type(value)
+    if kind is dict:
+        keys_ok = all(type(k) is str and max(k, default="a") <= "\uffff" for k in value)
+        return keys_ok and all(_plain_reference(v) for v in value.values())
+    if kind is list:
+        return all(_plain_reference(v) for v in value)
+    if kind is int:
+        return bool(-(2**53) < value < 2**53)
+    return kind in (str, bool, type(None))
+
+
+class _Str(str):
+    pass
+
+
+_odd = st.one_of(
+    st.tuples(st.integers()), st.builds(_Str, _text), st.sampled_from([2**53, -(2**53), 1.5])
+)
+_any = st.recursive(
+    st.one_of(_scalar, _odd),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5),
+        st.dictionaries(st.one_of(_key, st.integers(0, 3)), inner, max_size=5),
+    ),
+    max_leaves=30,
+)
+
+
+@given(_any)
+def test_is_plain_is_the_rule(value: Any) -> None:
+    assert jcs.is_plain(value) == _plain_reference(value)
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from ledger.provenance import CLAIM_GENERATOR, Issuer, canonical_request, digest
 from ledger.signer import Signer
 from verify.dataintegrity import JCS_SUITE, RDFC_SUITE, verify_proof
 from verify.errors import MalformedInput
+from verify.jcs import canonicalize
 from verify.receipt import (
     CONTEXTS,
     LABEL_DATA,
@@ -126,6 +127,7 @@ def test_issued_credentials_equal_the_reference_byte_for_byte(
     assert verify_proof(issued).verified
     if text is not None:  # the answer's spliced JSON: the same value, read back by Python
         assert json.loads(text) == issued
+        assert text.endswith(b',"proof":' + canonicalize(issued["proof"]) + b"}")  # byte for byte
 
 
 def test_a_lease_answer_and_its_refusal_sign_as_the_reference() -> None:
@@ -151,6 +153,7 @@ def test_a_lease_answer_and_its_refusal_sign_as_the_reference() -> None:
         issued, text = ISSUER.issue_json(granted, REQUEST, b"{}", names, now, JCS_SUITE)
         assert issued == reference(granted, b"{}", names, now)
         assert text is not None and json.loads(text) == issued  # an answer's credential text
+        assert text.endswith(b',"proof":' + canonicalize(issued["proof"]) + b"}")
         refused["ledger"] = {"treeSize": 8, "rootHash": "abc="}
         assert ISSUER.issue(refused, REQUEST, None, None, now, JCS_SUITE) == reference(
             refused, None, None, now

@@ -109,36 +109,41 @@ def encode_sorted(value: Any) -> bytes:
     return encode_json(value)
 
 
+_LEAVES = frozenset({str, bool, type(None)})
+
+
 def _is_plain(value: Any) -> bool:
     """True when the fast path is byte-identical to RFC 8785 for ``value`` (see module doc).
 
-    This walk runs several times per signed answer, so it is a flat loop doing the cheapest
-    checks first: a dict's keys are joined in C (``str.join`` raises TypeError for a key that is
-    not a string) and scanned for non-BMP characters at C speed; a bound on the containers visited
-    stops a cyclic value (the encoder runs with ``check_circular=False``).
+    This walk runs for every signed answer, so it is a flat loop doing the cheapest checks
+    first: a container's parts are looked at by one ``for`` over them, a string, bool or None
+    by one set lookup of its type; a dict's keys are joined in C (``str.join`` raises TypeError
+    for a key that is not a string) and scanned for non-BMP characters at C speed; a bound on
+    the containers visited stops a cyclic value (the encoder runs with ``check_circular=False``).
     """
-    stack = [value]
-    pop, extend = stack.pop, stack.extend
-    containers = 0
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        return kind in _LEAVES or (kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER)
+    stack, leaves, containers = [value], _LEAVES, 0
     while stack:
-        item = pop()
-        kind = type(item)
-        if kind is str or kind is bool or item is None:
-            continue
-        if kind is int:
-            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                return False
-            continue
+        item = stack.pop()
         containers += 1
         if containers > _MAX_CONTAINERS:
             return False
-        if kind is dict:
+        if type(item) is dict:
             keys = "".join(item)
             if not keys.isascii() and max(keys) > _BMP_MAX:
                 return False
-            extend(item.values())
-        elif kind is list:
-            extend(item)
-        else:
-            return False
+            item = item.values()
+        for part in item:
+            kind = type(part)
+            if kind in leaves:
+                continue
+            if kind is int:
+                if not -MAX_SAFE_INTEGER <= part <= MAX_SAFE_INTEGER:
+                    return False
+            elif kind is dict or kind is list:
+                stack.append(part)
+            else:
+                return False
     return True

@@ -22,32 +22,79 @@ from verify.errors import MalformedInput
 
 BASE58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _BASE58_INDEX = {char: value for value, char in enumerate(BASE58_ALPHABET)}
-# Encoding works in chunks of ten base58 digits (one machine-sized division of the
-# big integer each), rendered two digits at a time from a 58² table: a 64-byte
-# signature costs ~5 µs instead of ~20 µs digit by digit.
-_PAIRS = [high + low for high in BASE58_ALPHABET for low in BASE58_ALPHABET]
-_PAIR = 58 * 58
-_CHUNK = _PAIR**5
+# Encoding by lanes (issue 10: this runs once per answer): the number is cut by two divisions
+# into three lanes of 32 base58 digits, packed 512 bits apart in one integer; each round then
+# splits every lane in two at once — q = floor(x / 58^h) by a multiply and a shift (the
+# reciprocal m is exact for every x < 58^k: 58^k · (m · 58^h − 2^s) ≤ 2^s), and x − q · 58^h
+# and q moved into the lane's upper half — until each digit sits alone in 16 bits. A 64-byte
+# signature costs ~30% fewer instructions than ten digits per division round (~56k, not ~77k).
+_LANE_DIGITS = 32
+_LANES = 3
+_LANE_BITS = 16 * _LANE_DIGITS  # 16 bits per digit: room for the products of every round
+_LANED_MAX: int = 58 ** (_LANE_DIGITS * _LANES)
+_LANE_UNIT: int = 58**_LANE_DIGITS
+_TWO_LANES_UNIT: int = _LANE_UNIT * _LANE_UNIT
+_TO_ALPHABET = bytes.maketrans(bytes(range(58)), BASE58_ALPHABET.encode("ascii"))
+
+
+def _rounds() -> tuple[tuple[int, int, int, int, int], ...]:
+    """Per round: the reciprocal m, the shift s, the mask of the quotients' bits, the divisor
+    58^h and the half lane width, for lanes of k digits split into two of h = k / 2."""
+    rounds, digits = [], _LANE_DIGITS
+    while digits > 1:
+        half, width = digits // 2, 16 * digits
+        divisor, top = 58**half, 58**digits
+        shift = (top * divisor - 1).bit_length()
+        reciprocal = -(-(1 << shift) // divisor)
+        assert top * (reciprocal * divisor - (1 << shift)) <= 1 << shift  # exact for x < top
+        assert top * reciprocal < 1 << width  # a lane's product stays in its lane
+        quotient_bits = (divisor - 1).bit_length()
+        assert quotient_bits <= width - shift  # the next lane's low bits stay above the mask
+        lanes = _LANES * _LANE_DIGITS // digits
+        mask = sum(((1 << quotient_bits) - 1) << (width * lane) for lane in range(lanes))
+        rounds.append((reciprocal, shift, mask, divisor, width // 2))
+        digits = half
+    return tuple(rounds)
+
+
+_ROUNDS = _rounds()
 
 MULTIBASE_BASE58BTC = "z"
 ED25519_PUB_MULTICODEC = b"\xed\x01"
 ED25519_KEY_SIZE = 32
 DID_KEY_PREFIX = "did:key:"
+_PAIRS = [high + low for high in BASE58_ALPHABET for low in BASE58_ALPHABET]
+_PAIR = 58 * 58
+_CHUNK = _PAIR**5
 
 
 def b58encode(data: bytes) -> str:
     """Encode bytes as base58btc (no multibase prefix)."""
     number = int.from_bytes(data, "big")
+    zeros = len(data) - len(data.lstrip(b"\x00"))
+    if number >= _LANED_MAX:  # over 70 bytes: not a signature or a key
+        return "1" * zeros + _b58_chunks(number)
+    high, number = divmod(number, _TWO_LANES_UNIT)
+    middle, low = divmod(number, _LANE_UNIT)
+    lanes = high << 2 * _LANE_BITS | middle << _LANE_BITS | low
+    for reciprocal, shift, mask, divisor, half in _ROUNDS:
+        quotients = (lanes * reciprocal) >> shift & mask
+        lanes += (quotients << half) - quotients * divisor
+    digits = lanes.to_bytes(_LANES * _LANE_BITS // 8, "big")[1::2]  # each digit's low byte
+    return "1" * zeros + digits.translate(_TO_ALPHABET).decode("ascii").lstrip("1")
+
+
+def _b58_chunks(number: int) -> str:
+    """base58 of a number, ten digits per division, two at a time from a 58² table."""
     pairs, chunks = _PAIRS, []
-    while number:  # one chunk of ten digits per round, inlined: this runs once per answer
+    while number:
         number, chunk = divmod(number, _CHUNK)
         chunk, d01 = divmod(chunk, _PAIR)
         chunk, d23 = divmod(chunk, _PAIR)
         chunk, d45 = divmod(chunk, _PAIR)
         d89, d67 = divmod(chunk, _PAIR)
         chunks.append(pairs[d89] + pairs[d67] + pairs[d45] + pairs[d23] + pairs[d01])
-    zeros = len(data) - len(data.lstrip(b"\x00"))
-    return "1" * zeros + "".join(reversed(chunks)).lstrip("1")
+    return "".join(reversed(chunks)).lstrip("1")
 
 
 def b58decode(text: str) -> bytes:
