@@ -39,6 +39,18 @@ def resource_key(codec: NameCodec, tenant: str, name: str) -> tuple[bytes, bytes
     return codec.resource_key(tenant, name)
 
 
+def resource_keys(
+    codec: NameCodec, keys: Iterable[tuple[str, str]]
+) -> tuple[dict[tuple[bytes, bytes], tuple[str, str]], dict[bytes, list[bytes]]]:
+    """For a batch's reads of many resources: each ``(tenant, name)``'s digests mapped back to
+    it, and the name digests grouped by tenant digest (one statement per tenant)."""
+    wanted = {codec.resource_key(tenant, name): (tenant, name) for tenant, name in keys}
+    by_tenant: dict[bytes, list[bytes]] = {}
+    for t, n in wanted:
+        by_tenant.setdefault(t, []).append(n)
+    return wanted, by_tenant
+
+
 def put_resource(codec: NameCodec, c: PutResource) -> Row:
     """``tenant, name, sealed, capacity, max_token, lifecycle_end, fingerprint, result,
     completed_at, completed_fingerprint``; ``sealed`` holds ``[tenant, name]``."""

@@ -87,8 +87,7 @@ class PostgresTransaction:
         return reads.resource(self.conn, self._names, tenant, name)
 
     def resources(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Resource]:
-        found = {key: self.resource(*key) for key in dict.fromkeys(keys)}
-        return {key: res for key, res in found.items() if res is not None}
+        return reads.resources(self.conn, self._names, keys)
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         return reads.request(self.conn, self._names, tenant, request_id)

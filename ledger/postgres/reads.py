@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -114,6 +114,26 @@ def resource(conn: Conn, names: NameCodec, tenant: str, name: str) -> Resource |
     found = rows.resource_row(names, tenant, name, row)
     where = " WHERE tenant = %s AND resource = %s ORDER BY fencing_token"
     found.leases.extend(rows.lease_row(names, lease) for lease in conn.execute(_LEASE + where, key))
+    return found
+
+
+def resources(
+    conn: Conn, names: NameCodec, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], Resource]:
+    """The resources of ``keys`` that exist, with their leases: two round trips per tenant for a
+    whole batch, where :func:`resource` takes two per resource (issue 10)."""
+    wanted, by_tenant = sealing.resource_keys(names, keys)
+    found: dict[tuple[str, str], Resource] = {}
+    for t, digests in by_tenant.items():
+        present = []
+        for row in conn.execute(_RESOURCE + " WHERE tenant = %s AND name = ANY(%s)", (t, digests)):
+            key = wanted[(bytes(row[0]), bytes(row[1]))]
+            found[key] = rows.resource_row(names, *key, row)
+            present.append(bytes(row[1]))
+        if present:
+            where = " WHERE tenant = %s AND resource = ANY(%s) ORDER BY fencing_token"
+            for lease in conn.execute(_LEASE + where, (t, present)):
+                found[wanted[(t, bytes(lease[1]))]].leases.append(rows.lease_row(names, lease))
     return found
 
 

@@ -114,10 +114,7 @@ def resources(
 ) -> dict[tuple[str, str], Resource]:
     """The resources of ``keys`` that exist, with their leases: a few statements for a whole
     batch, where :func:`resource` takes two per resource (issue 10)."""
-    wanted = {sealing.resource_key(names, tenant, name): (tenant, name) for tenant, name in keys}
-    by_tenant: dict[bytes, list[bytes]] = {}
-    for t, n in wanted:
-        by_tenant.setdefault(t, []).append(n)
+    wanted, by_tenant = sealing.resource_keys(names, keys)
     found: dict[tuple[str, str], Resource] = {}
     for t, digests in by_tenant.items():
         for start, count in pending.chunks(len(digests)):
