@@ -112,6 +112,15 @@ def _lock_file(path: Path) -> int:
 
 def _held(path: Path) -> bool:
     """Whether a live process holds ``path``'s lock; a dead worker's file is removed."""
+    if lock_held(path):
+        return True
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    return False
+
+
+def lock_held(path: Path) -> bool:
+    """Whether some open file holds an exclusive ``flock`` on ``path`` now (False if no file)."""
     try:
         fd = os.open(path, os.O_RDWR)
     except FileNotFoundError:
@@ -122,6 +131,4 @@ def _held(path: Path) -> bool:
         return True
     finally:
         os.close(fd)
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
     return False

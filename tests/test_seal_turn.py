@@ -6,8 +6,6 @@ folder."""
 from __future__ import annotations
 
 import asyncio
-import fcntl
-import os
 import signal
 import subprocess
 import sys
@@ -17,30 +15,20 @@ from pathlib import Path
 import pytest
 
 from ledger.calls import LeaseCall
+from ledger.cluster import lock_held
 from ledger.runtime import SEAL_SPACING, Runtime, RuntimeConfig
 from ledger.sealturn import HostTurn, ProcessTurn, wait_before
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _held(path: Path) -> bool:
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
 def test_the_turn_is_exclusive_and_carries_the_last_sealing(tmp_path: Path) -> None:
     path = tmp_path / "seal.lock"
     first, second = HostTurn(path), HostTurn(path)
     assert first.take() == 0.0  # never sealed
-    assert _held(path)
+    assert lock_held(path)
     first.give(1234.5)
-    assert not _held(path)
+    assert not lock_held(path)
     assert second.take() == 1234.5
     second.give(None)  # a turn that sealed nothing leaves the mark as it was
     assert first.take() == 1234.5
@@ -63,7 +51,7 @@ def test_a_holder_killed_with_minus_9_gives_the_turn_back(tmp_path: Path) -> Non
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
-        assert _held(path)
+        assert lock_held(path)
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
