@@ -4,7 +4,7 @@ Generation and verification are separate modules (STYLE 3): this one signs, with
 same hashing code the verifier uses (``verify.dataintegrity.hash_data``), so the two
 cannot drift apart. Time is an argument: the caller passes ``created``.
 
-:meth:`Signer.sign_jcs` is the issuing hot path (issue 10): the caller hands over the RFC 8785
+:meth:`Signer.sign_jcs_text` is the issuing hot path (issue 10): the caller hands over the RFC 8785
 bytes of the document it already built, and the proof configuration's bytes are spliced from a
 template made once, by the same ``canonicalize``, per ``@context`` — only ``created`` changes.
 ``tests/test_receipt_template.py`` proves both byte-identical to ``hash_data``'s.
@@ -87,19 +87,14 @@ class Signer:
         proof["proofValue"] = multibase_encode(signature)
         return {**unsecured, "proof": proof}
 
-    def sign_jcs(
-        self, unsecured: Mapping[str, Any], canonical: bytes, created: str
-    ) -> dict[str, Any]:
-        """``sign(unsecured, JCS_SUITE, created)``, for a caller that already holds the RFC 8785
-        bytes of ``unsecured`` (``canonical``; the caller answers for them) and whose
-        ``@context`` is a list of strings: the same proof, without canonicalizing either half."""
-        return self.sign_jcs_text(unsecured, canonical, created)[0]
-
     def sign_jcs_text(
         self, unsecured: Mapping[str, Any], canonical: bytes, created: str
     ) -> tuple[dict[str, Any], bytes]:
-        """:meth:`sign_jcs`, and the RFC 8785 bytes of the proof it added, spliced from the
-        template made with the configuration's (only ``created`` and ``proofValue`` vary)."""
+        """``sign(unsecured, JCS_SUITE, created)``, for a caller that already holds the RFC 8785
+        bytes of ``unsecured`` (``canonical``; the caller answers for them) and whose
+        ``@context`` is a list of strings: the same proof, without canonicalizing either half —
+        and the RFC 8785 bytes of that proof, spliced from the template made with the
+        configuration's (only ``created`` and ``proofValue`` vary)."""
         if "proof" in unsecured:
             raise ValueError("the document already has a proof; proof sets are not supported")
         config = proof_config(unsecured, JCS_SUITE, self.verification_method, created)
@@ -136,7 +131,7 @@ class Signer:
         """The canonical bytes of the proof configuration around ``created``, then those of the
         proof around ``created`` and around its ``proofValue`` (RFC 8785 sorts the members)."""
         if not all(isinstance(item, str) for item in context):
-            raise ValueError("sign_jcs needs an @context of strings; use sign")
+            raise ValueError("sign_jcs_text needs an @context of strings; use sign")
         placeholder = {"@context": context}
         config = proof_config(placeholder, JCS_SUITE, self.verification_method, _CREATED)
         prefix, suffix = canonicalize(config).split(canonicalize(_CREATED))
