@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from ledger.sealturn import TURN_FILE, HostTurn, ProcessTurn, SealTurn
+from ledger.sealturn import TURN_FILE, HostTurn, SealTurn
 from ledger.storage import is_database_url
 
 
@@ -75,9 +75,11 @@ def open_membership(data_dir: Path, database: str | None, keys: str) -> Membersh
 
 def open_seal_turn(data_dir: Path, database: str | None) -> SealTurn:
     """The turn to seal checkpoints for readers (``ledger/sealturn.py``): shared by the worker
-    processes of a SQLite folder, this process's own on PostgreSQL."""
+    processes of a SQLite folder, by every node process of a PostgreSQL database."""
     if database is not None and is_database_url(database):
-        return ProcessTurn()
+        from ledger.postgres.sealturn import DatabaseTurn
+
+        return DatabaseTurn(database)
     from ledger.cluster import RUN_DIR
 
     return HostTurn(data_dir / RUN_DIR / TURN_FILE)

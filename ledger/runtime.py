@@ -120,6 +120,7 @@ class Runtime:
         await self.tasks.stop()
         await self.service.stop()
         self.cluster.close(asyncio.get_running_loop())
+        self._turn.close()
         self.storage.close()
 
     @property
@@ -167,7 +168,7 @@ class Runtime:
     async def checkpoint_covering(self, size: int | None = None) -> SignedCheckpoint:
         """The latest sealed checkpoint if it covers ``size`` entries (default: every entry
         durable now), else one sealed for the reader — at most one per ``SEAL_SPACING`` for all
-        the worker processes of a SQLite folder (per process on PostgreSQL) however many readers
+        the worker processes of the ledger (every node's, on PostgreSQL) however many readers
         ask (issue 8 item 11): they queue for the turn and share what it sealed."""
         async with self._seal_lock:
             want = self.log.size() if size is None else size

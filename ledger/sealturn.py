@@ -7,8 +7,8 @@ N a second — two workers racing for one tree size each sign it. The turn is sh
 - a SQLite folder: :class:`HostTurn`, an exclusive ``flock`` on ``<data>/run/seal.lock`` whose
   file holds the wall time of the last sealing; the kernel drops the lock of a process killed
   with -9, and the next turn reads the time it left;
-- a PostgreSQL database: :class:`ProcessTurn`, this process's alone (each node process keeps
-  the bound for its own readers; a turn across hosts would need a lock in the database).
+- a PostgreSQL database: ``ledger/postgres/sealturn.py``'s ``DatabaseTurn``, an advisory lock
+  for every node process of the database, the mark in a ``meta`` row;
 
 A turn is taken off the event loop (``take`` blocks while another process holds it).
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Protocol
@@ -34,6 +33,10 @@ class SealTurn(Protocol):
 
     def give(self, sealed_at: float | None) -> None:
         """End the turn, marking the time this turn sealed (None: it sealed nothing)."""
+        ...
+
+    def close(self) -> None:
+        """Let go of what the turn keeps open (the process stops serving)."""
         ...
 
 
@@ -68,22 +71,8 @@ class HostTurn:
         finally:
             os.close(fd)  # and with it the lock
 
-
-class ProcessTurn:
-    """The turn among this process's own readers."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._sealed_at = 0.0
-
-    def take(self) -> float:
-        self._lock.acquire()
-        return self._sealed_at
-
-    def give(self, sealed_at: float | None) -> None:
-        if sealed_at is not None:
-            self._sealed_at = sealed_at
-        self._lock.release()
+    def close(self) -> None:
+        pass  # each turn opens and closes its own file
 
 
 def wait_before(sealed_at: float, spacing: float, now: float | None = None) -> float:

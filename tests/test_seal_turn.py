@@ -1,6 +1,7 @@
-"""Readers' sealing is bounded across the worker processes of a folder, not per process: the
-turn (``ledger/sealturn.py``) is one ``flock`` for the host, and the time of the last sealing
-travels with it. Real files, real processes (a holder killed with -9), two real runtimes on one
+"""Readers' sealing is bounded across the worker processes of a ledger, not per process: the
+turn (``ledger/sealturn.py``) is one ``flock`` for the host of a SQLite folder, one advisory lock
+for every node of a PostgreSQL database, and the time of the last sealing travels with it. Real
+files, a real PostgreSQL, real processes (a holder killed with -9), two real runtimes on one
 folder."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import asyncio
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -16,8 +18,11 @@ import pytest
 
 from ledger.calls import LeaseCall
 from ledger.cluster import lock_held
+from ledger.postgres import PostgresStorage
+from ledger.postgres.sealturn import DatabaseTurn
 from ledger.runtime import SEAL_SPACING, Runtime, RuntimeConfig
-from ledger.sealturn import HostTurn, ProcessTurn, wait_before
+from ledger.sealturn import HostTurn, wait_before
+from tests.names_key import NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,14 +65,54 @@ def test_a_holder_killed_with_minus_9_gives_the_turn_back(tmp_path: Path) -> Non
     turn.give(None)
 
 
-def test_the_process_turn_keeps_its_mark() -> None:
-    turn = ProcessTurn()
-    assert turn.take() == 0.0
-    turn.give(5.0)
-    assert turn.take() == 5.0
-    turn.give(None)
-    assert turn.take() == 5.0
-    turn.give(None)
+def test_the_database_turn_is_one_for_every_node_and_carries_the_mark(postgres_url: str) -> None:
+    """Two nodes' turns on one database (each its own session): the second waits while the
+    first holds it, then reads the mark the first left; a turn that sealed nothing keeps it."""
+    PostgresStorage.open(postgres_url, names=NAMES).close()  # a ledger's schema, its meta table
+    first, second = DatabaseTurn(postgres_url), DatabaseTurn(postgres_url)
+    try:
+        assert first.take() == 0.0  # never sealed
+        taken: list[float] = []
+        waiting = threading.Thread(target=lambda: taken.append(second.take()))
+        waiting.start()
+        waiting.join(0.3)
+        assert waiting.is_alive() and not taken  # held by the other node
+        first.give(1234.5)
+        waiting.join(5)
+        assert taken == [1234.5]
+        second.give(None)
+        assert first.take() == 1234.5
+        first.give(None)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_node_that_dies_holding_the_database_turn_gives_it_back(postgres_url: str) -> None:
+    PostgresStorage.open(postgres_url, names=NAMES).close()  # a ledger's schema, its meta table
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from ledger.postgres.sealturn import DatabaseTurn\n"
+            "t = DatabaseTurn(sys.argv[1]); t.take(); t.give(77.0); t.take()\n"
+            "print('held', flush=True); time.sleep(60)",
+            postgres_url,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    turn = DatabaseTurn(postgres_url)
+    try:
+        assert turn.take() == 77.0  # the database ended the dead session's transaction
+        turn.give(None)
+    finally:
+        turn.close()
 
 
 @pytest.mark.parametrize(
@@ -80,12 +125,17 @@ def test_the_wait_before_the_next_sealing(sealed_at: float, now: float, wait: fl
     assert wait_before(sealed_at, 1.0, now) == pytest.approx(wait)
 
 
-def test_two_workers_readers_share_one_sealing_a_second(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ledger", ["sqlite", "postgres"])
+def test_two_workers_readers_share_one_sealing_a_second(
+    tmp_path: Path, ledger: str, request: pytest.FixtureRequest
+) -> None:
     """Worker B's reader asks right after worker A's sealed for its own: B waits out the rest of
-    A's second, then seals (the old per-process bound let it seal at once)."""
+    A's second, then seals (a per-process bound let it seal at once) — two workers of one folder,
+    or two nodes of one PostgreSQL database."""
+    database = request.getfixturevalue("postgres_url") if ledger == "postgres" else None
 
     async def scenario() -> tuple[float, int, int]:
-        config = RuntimeConfig(tmp_path / "data", tmp_path / "keys")
+        config = RuntimeConfig(tmp_path / "data", tmp_path / "keys", database=database)
         first = Runtime.open(config)
         second = Runtime.open(config)
         await first.start()

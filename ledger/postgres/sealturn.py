@@ -1,0 +1,84 @@
+"""The readers' seal turn among every node process of one PostgreSQL database.
+
+``ledger/sealturn.py`` explains the turn: readers may make the log sign a checkpoint at most once
+per ``SEAL_SPACING``, and the bound must hold for the whole ledger, not per process — N nodes
+each keeping their own would seal N a second. On PostgreSQL the turn is a transaction-level
+advisory lock (``pg_advisory_xact_lock``) taken on a session of this process's own, and the mark
+(the wall time of the last sealing) is the ``meta`` row ``reader_sealed_at``, written in that same
+transaction. The database drops the lock when the transaction ends — given back, or the session
+gone because its process died or lost the server — and the next turn reads the mark it left.
+
+The mark is the sealing host's ``time.time()``: hosts whose clocks disagree wait at most
+``SEAL_SPACING`` (``wait_before`` caps the wait), never longer.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+
+from ledger.postgres.connection import Conn, connect, redact
+from ledger.storage import StorageError
+
+SEAL_TURN_KEY = 0x7465_6E75_7265_0004  # "tenure" + 4: beside the migration and leader locks
+MARK = "reader_sealed_at"
+
+
+class DatabaseTurn:
+    """The turn among every process serving the database at ``url`` (a ``SealTurn``)."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._conn: Conn | None = None
+        self._local = threading.Lock()  # one turn at a time on this process's session
+
+    def take(self) -> float:
+        self._local.acquire()
+        try:
+            conn = self._session()
+            conn.execute("BEGIN")
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SEAL_TURN_KEY,))
+            row = conn.execute("SELECT value FROM meta WHERE key = %s", (MARK,)).fetchone()
+        except psycopg.Error as error:
+            self._drop()
+            self._local.release()
+            raise StorageError(f"the seal turn at {redact(self._url)}: {error}") from error
+        except BaseException:
+            self._drop()
+            self._local.release()
+            raise
+        try:
+            return float(row[0]) if row else 0.0
+        except ValueError:  # not a time this code wrote: as if never
+            return 0.0
+
+    def give(self, sealed_at: float | None) -> None:
+        """End the turn: the mark, if any, and the COMMIT that frees the lock."""
+        conn = self._conn
+        try:
+            if conn is not None and sealed_at is not None:
+                conn.execute(
+                    "INSERT INTO meta VALUES (%s, %s)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (MARK, repr(sealed_at)),
+                )
+            if conn is not None:
+                conn.execute("COMMIT")
+        except psycopg.Error:
+            self._drop()  # the session's end gives the lock back; the mark is lost with it
+        finally:
+            self._local.release()
+
+    def close(self) -> None:
+        self._drop()
+
+    def _session(self) -> Conn:
+        if self._conn is None or self._conn.closed:
+            self._conn = connect(self._url)
+        return self._conn
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
