@@ -8,6 +8,9 @@ advisory lock (``pg_advisory_xact_lock``) taken on a session of this process's o
 transaction. The database drops the lock when the transaction ends — given back, or the session
 gone because its process died or lost the server — and the next turn reads the mark it left.
 
+``give`` is one or two statements on the caller's thread (the runtime's event loop), as the
+loop's other reads on PostgreSQL are; it runs at most once per ``SEAL_SPACING``.
+
 The mark is the sealing host's ``time.time()``: hosts whose clocks disagree wait at most
 ``SEAL_SPACING`` (``wait_before`` caps the wait), never longer.
 """
