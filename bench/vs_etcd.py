@@ -11,7 +11,9 @@ sealing, an eddsa-jcs-2022 receipt on every answer, one worker per core, the acc
 - tenure: ``POST /api/v1/lease/acquire`` on a fresh resource per request (one durable ledger entry
   and a signed receipt), as an API-key tenant so names need not be random.
 
-It prints both rates, both p99 latencies and, last, the ratio tenure/etcd. Every non-2xx answer is
+It prints both rates, both p99 latencies, each server's CPU per request (user + system time of
+the server and its worker processes over the run, from ``/proc``: steadier than the rates on a
+shared machine) and, last, the ratio tenure/etcd. Every non-2xx answer is
 counted and reported: a refused request is not throughput. It installs nothing; when a tool is
 missing it says which package to install. The two servers run one after the other, never together,
 and ``--rounds`` alternates them to expose drift on a shared machine.
@@ -104,6 +106,8 @@ class Figures:
     requests: int
     non_2xx: int
     errors: str
+    cpu_us: float = 0.0
+    """The server's CPU (user + system, all its processes) per request, in microseconds."""
 
 
 def free_port() -> int:
@@ -124,8 +128,20 @@ def wait_http(url: str, process: subprocess.Popen[bytes], seconds: float = 30) -
     raise SystemExit(f"{url}: not ready after {seconds} s")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads) and its child processes."""
+    total = 0.0
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    kids = children.read_text().split() if children.exists() else []
+    for each in [str(pid), *kids]:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{each}/stat").read_text().rpartition(")")[2].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 @contextlib.contextmanager
-def etcd(scratch: Path) -> Iterator[str]:
+def etcd(scratch: Path) -> Iterator[tuple[str, int]]:
     client, peer = free_port(), free_port()
     url = f"http://127.0.0.1:{client}"
     cmd = ["etcd", "--data-dir", str(scratch / "etcd"), "--listen-client-urls", url]
@@ -134,11 +150,11 @@ def etcd(scratch: Path) -> Iterator[str]:
     cmd += ["--initial-cluster", f"default=http://127.0.0.1:{peer}", "--log-level", "error"]
     with _running(cmd, scratch / "etcd.log") as process:
         wait_http(url + "/health", process)
-        yield url
+        yield url, process.pid
 
 
 @contextlib.contextmanager
-def tenure(scratch: Path, extra: list[str]) -> Iterator[tuple[str, str]]:
+def tenure(scratch: Path, extra: list[str]) -> Iterator[tuple[str, str, int]]:
     data, keys = scratch / "tenure-data", scratch / "tenure-keys"
     port = free_port()
     cmd = [sys.executable, "-m", "api", "serve", "--port", str(port), "--data", str(data)]
@@ -146,7 +162,7 @@ def tenure(scratch: Path, extra: list[str]) -> Iterator[tuple[str, str]]:
     with _running(cmd, scratch / "tenure.log") as process:
         url = f"http://127.0.0.1:{port}"
         wait_http(url + "/healthz", process)
-        yield url, _api_key(data)
+        yield url, _api_key(data), process.pid
 
 
 def _api_key(data: Path) -> str:
@@ -179,17 +195,24 @@ def _running(cmd: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
             process.wait()
 
 
-def wrk(name: str, url: str, lua: str, args: argparse.Namespace, env: dict[str, str]) -> Figures:
+def wrk(
+    name: str, url: str, lua: str, args: argparse.Namespace, env: dict[str, str], pid: int
+) -> Figures:
+    """Drive ``url`` with ``lua``'s requests; the figures, with the CPU server ``pid`` spent."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(lua)
     threads = str(min(args.threads, args.connections))
     cmd = ["wrk", "-t", threads, "-c", str(args.connections), "-d", f"{args.duration}s"]
     cmd += ["--latency", "-s", script.name, url]
     try:
+        spent = cpu_seconds(pid)
         done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ | env, check=True)
+        spent = cpu_seconds(pid) - spent
     finally:
         os.unlink(script.name)
-    return parse_wrk(name, done.stdout)
+    figures = parse_wrk(name, done.stdout)
+    figures.cpu_us = spent / max(1, figures.requests) * 1e6
+    return figures
 
 
 def parse_wrk(name: str, out: str) -> Figures:
@@ -216,7 +239,7 @@ def show(fig: Figures) -> None:
     note += f", {fig.errors}" if fig.errors else ""
     print(
         f"{fig.name:<7} {fig.rate:>9,.0f} req/s   p99 {fig.p99_ms:>7.1f} ms   {fig.requests:,} "
-        f"requests{note}",
+        f"requests   server CPU {fig.cpu_us:,.0f} µs/request{note}",
         flush=True,
     )
 
@@ -248,18 +271,23 @@ def main() -> int:
     for _ in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:
             scratch = Path(tmp)
-            with etcd(scratch) as url:
-                etcd_figs.append(wrk("etcd", url, _LUA_ETCD, args, {}))
+            with etcd(scratch) as (url, pid):
+                etcd_figs.append(wrk("etcd", url, _LUA_ETCD, args, {}, pid))
                 show(etcd_figs[-1])
-            with tenure(scratch, args.serve_arg) as (url, key):
-                tenure_figs.append(wrk("tenure", url, _LUA_TENURE, args, {"KEY": key}))
+            with tenure(scratch, args.serve_arg) as (url, key, pid):
+                tenure_figs.append(wrk("tenure", url, _LUA_TENURE, args, {"KEY": key}, pid))
                 show(tenure_figs[-1])
     etcd_rate = sum(f.rate for f in etcd_figs) / len(etcd_figs)
     tenure_rate = sum(f.rate for f in tenure_figs) / len(tenure_figs)
     etcd_p99 = max(f.p99_ms for f in etcd_figs)
     tenure_p99 = max(f.p99_ms for f in tenure_figs)
-    print(f"etcd   {etcd_rate:,.0f} req/s, p99 {etcd_p99:.1f} ms")
-    print(f"tenure {tenure_rate:,.0f} req/s, p99 {tenure_p99:.1f} ms")
+    etcd_cpu = sum(f.cpu_us for f in etcd_figs) / len(etcd_figs)
+    tenure_cpu = sum(f.cpu_us for f in tenure_figs) / len(tenure_figs)
+    for name, rate, p99, cpu in [
+        ("etcd", etcd_rate, etcd_p99, etcd_cpu),
+        ("tenure", tenure_rate, tenure_p99, tenure_cpu),
+    ]:
+        print(f"{name:<6} {rate:,.0f} req/s, p99 {p99:.1f} ms, server CPU {cpu:,.0f} µs/request")
     print(f"ratio tenure/etcd: {tenure_rate / etcd_rate:.2f}")
     return 0
 
