@@ -14,8 +14,7 @@ service in a few lines::
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +51,8 @@ LEAD_INTERVAL = 1.0
 @dataclass(frozen=True)
 class RuntimeConfig:
     """Where the ledger and keys live, the limits, the task intervals and the clock (ms).
-    ``database``: a ``postgresql://`` URL; the ledger is there rather than in ``data_dir``."""
+    ``database``: a ``postgresql://`` URL; the ledger is there rather than in ``data_dir``.
+    ``sleep``: how a reader waits out the sealing spacing (a test's fixed clock moves it)."""
 
     data_dir: Path
     keys_dir: Path
@@ -63,6 +63,7 @@ class RuntimeConfig:
     checkpoint_interval: float = 10.0
     key_watch_interval: float = 1.0
     clock: Callable[[], int] = now_ms
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 
 class Runtime:
@@ -181,9 +182,10 @@ class Runtime:
                 latest = self.log.latest_checkpoint()  # another worker's turn may have sealed it
                 if latest is not None and latest.tree_size >= want:
                     return latest
-                await asyncio.sleep(wait_before(sealed_at, SEAL_SPACING))
+                now = self.clock() / 1000
+                await self.config.sleep(wait_before(sealed_at, SEAL_SPACING, now))
                 signed = await self.publish_checkpoint()
-                signed_at = time.time()
+                signed_at = self.clock() / 1000
                 return signed
             finally:
                 self._turn.give(signed_at)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import time
 from pathlib import Path
 from typing import Protocol
 
@@ -25,7 +24,8 @@ TURN_FILE = "seal.lock"
 
 
 class SealTurn(Protocol):
-    """An exclusive turn to seal, carrying the wall time (``time.time()``) of the last one."""
+    """An exclusive turn to seal, carrying the wall time of the last one (seconds since the
+    epoch, by the runtime's clock)."""
 
     def take(self) -> float:
         """Wait for the turn (blocking); the time the last sealing marked (0.0 if never)."""
@@ -75,8 +75,7 @@ class HostTurn:
         pass  # each turn opens and closes its own file
 
 
-def wait_before(sealed_at: float, spacing: float, now: float | None = None) -> float:
+def wait_before(sealed_at: float, spacing: float, now: float) -> float:
     """Seconds to wait so that ``spacing`` separates the last sealing from the next; never more
     than ``spacing`` (a wall clock stepped back must not stall readers)."""
-    now = time.time() if now is None else now
     return max(0.0, min(spacing, sealed_at + spacing - now))

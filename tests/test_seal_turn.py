@@ -7,11 +7,11 @@ folder."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -129,30 +129,36 @@ def test_the_wait_before_the_next_sealing(sealed_at: float, now: float, wait: fl
 def test_two_workers_readers_share_one_sealing_a_second(
     tmp_path: Path, ledger: str, request: pytest.FixtureRequest
 ) -> None:
-    """Worker B's reader asks right after worker A's sealed for its own: B waits out the rest of
-    A's second, then seals (a per-process bound let it seal at once) — two workers of one folder,
-    or two nodes of one PostgreSQL database."""
+    """Worker B's reader asks 0.25 s after worker A's sealed for its own: B waits out the rest
+    of A's second, then seals (a per-process bound let it seal at once) — two workers of one
+    folder, or two nodes of one PostgreSQL database. A fixed clock, moved only by the waits."""
     database = request.getfixturevalue("postgres_url") if ledger == "postgres" else None
+    now = [1_780_000_000_000]
+    waits: list[float] = []
 
-    async def scenario() -> tuple[float, int, int]:
-        config = RuntimeConfig(tmp_path / "data", tmp_path / "keys", database=database)
-        first = Runtime.open(config)
-        second = Runtime.open(config)
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += round(seconds * 1000)
+
+    async def scenario() -> tuple[int, int]:
+        config = RuntimeConfig(
+            tmp_path / "data", tmp_path / "keys", database=database, clock=lambda: now[0]
+        )
+        first = Runtime.open(dataclasses.replace(config, sleep=sleep))
+        second = Runtime.open(dataclasses.replace(config, sleep=sleep))
         await first.start()
         await second.start()
         try:
             await first.service.lease(LeaseCall("acquire", "t", "one", holder="w"))
             await first.checkpoint_covering()
-            sealed = time.monotonic()
+            now[0] += 250
             await second.service.lease(LeaseCall("acquire", "t", "two", holder="w"))
             signed = await second.checkpoint_covering()
-            apart = time.monotonic() - sealed
-            stored = first.storage.checkpoints(0, 10)
-            return apart, signed.tree_size, len(stored)
+            return signed.tree_size, len(first.storage.checkpoints(0, 10))
         finally:
             await second.stop()
             await first.stop()
 
-    apart, size, stored = asyncio.run(scenario())
+    size, stored = asyncio.run(scenario())
     assert size == 2 and stored == 2
-    assert apart >= 0.9 * SEAL_SPACING
+    assert waits == [0.0, pytest.approx(SEAL_SPACING - 0.25)]  # A: never sealed; B: the rest

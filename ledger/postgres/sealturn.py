@@ -11,7 +11,7 @@ gone because its process died or lost the server — and the next turn reads the
 ``give`` is one or two statements on the caller's thread (the runtime's event loop), as the
 loop's other reads on PostgreSQL are; it runs at most once per ``SEAL_SPACING``.
 
-The mark is the sealing host's ``time.time()``: hosts whose clocks disagree wait at most
+The mark is the sealing host's wall clock (the runtime's): hosts whose clocks disagree wait at most
 ``SEAL_SPACING`` (``wait_before`` caps the wait), never longer.
 """
 
