@@ -251,6 +251,16 @@ def missing_tools() -> list[str]:
     ]
 
 
+def interpreter() -> str:
+    """Which Python serves tenure (this one): its build matters — a CPython whose interpreter
+    is a shared ``libpython`` built without profile-guided optimisation (pyenv's default) costs
+    ~12% more server CPU per request than Debian's ``/usr/bin/python3.11`` (docs/performance.md)."""
+    maps = Path("/proc/self/maps")
+    shared = next((x for x in maps.read_text().split() if "libpython" in x), None)
+    where = f"libpython shared: {shared}" if shared else "libpython linked in"
+    return f"Python {sys.version.split()[0]} at {sys.executable} ({where})"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=int, default=10, help="measured seconds per server")
@@ -264,7 +274,7 @@ def main() -> int:
         return 2
     print(
         f"{os.cpu_count()} cores; {args.connections} connections, {args.duration} s each, "
-        f"wrk -t{args.threads}",
+        f"wrk -t{args.threads}; {interpreter()}",
         flush=True,
     )
     etcd_figs, tenure_figs = [], []
