@@ -56,6 +56,8 @@ def add_parser(commands: Any) -> None:
     )
     serve.add_argument("--fd", type=int, help=argparse.SUPPRESS)  # a worker's inherited socket
     serve.add_argument("--parent", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--shares", type=int, help=argparse.SUPPRESS)  # the workers' counts
+    serve.add_argument("--slot", type=int, help=argparse.SUPPRESS)  # this worker's among them
 
 
 def serve_main(args: argparse.Namespace, argv: list[str]) -> int:
@@ -137,9 +139,20 @@ def _serve_one(args: argparse.Namespace, sock: socket.socket | None) -> int:
         access_log=False,  # the app writes it, buffered (api/logs.py AccessLog)
         timeout_graceful_shutdown=5,
     )
-    server = uvicorn.Server(config)
+    server = _server(config, args)
     server.run(sockets=None if sock is None else [sock])
     return 0
+
+
+def _server(config: Any, args: argparse.Namespace) -> Any:
+    """uvicorn's server; a worker of several takes its connections evenly (``api/balance.py``)."""
+    import uvicorn
+
+    if args.shares is None or args.slot is None:
+        return uvicorn.Server(config)
+    from api.balance import BalancedServer, Shares
+
+    return BalancedServer(config, Shares(args.shares), args.slot)
 
 
 def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:

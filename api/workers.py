@@ -2,7 +2,8 @@
 
 The parent has already migrated the ledger and set up the keys (``api/cli.py``); here it binds
 the socket once, starts N workers — each ``tenure serve --fd FD`` running its own Runtime and
-uvicorn on the inherited socket, so the kernel spreads connections over them — restarts a
+uvicorn on the inherited socket, taking connections so that they spread evenly over the workers
+(``api/balance.py``) — restarts a
 worker that dies, and on SIGTERM or SIGINT forwards the signal and waits for every worker to
 finish its graceful shutdown. Workers die with the parent (``PR_SET_PDEATHSIG``): a parent
 killed with -9 takes its workers with it, as one server would go.
@@ -23,6 +24,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
+
+from api.balance import Shares
 
 PR_SET_PDEATHSIG = 1
 RESTART_BACKOFF = 0.5
@@ -88,15 +91,18 @@ def _remove_stale_metrics() -> None:
 
 
 class Workers:
-    """The parent's loop: keep ``count`` workers running until told to stop."""
+    """The parent's loop: keep ``count`` workers running until told to stop. Each worker has a
+    slot of the shared connection counts (``api/balance.py``); a worker started again after one
+    died takes the dead one's slot."""
 
     def __init__(self, argv: list[str], sock: socket.socket, count: int) -> None:
         fd = sock.fileno()
+        self._shares = Shares.create(count)
         self._cmd = [sys.executable, "-m", "api", "serve", *argv, "--fd", str(fd)]
-        self._cmd += ["--parent", str(os.getpid())]
+        self._cmd += ["--parent", str(os.getpid()), "--shares", str(self._shares.fd)]
         self._fd = fd
         self._count = count
-        self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._children: dict[int, tuple[subprocess.Popen[bytes], int]] = {}
         self._stopping: int | None = None
 
     def run(self) -> int:
@@ -108,31 +114,36 @@ class Workers:
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
         signal.signal(signal.SIGHUP, self._hang_up)
-        for _ in range(self._count):
-            self._spawn()
+        for slot in range(self._count):
+            self._spawn(slot)
         while self._children:
             pid, status = os.wait()
-            child = self._children.pop(pid, None)
-            if child is None or self._stopping is not None:
+            ended = self._children.pop(pid, None)
+            if ended is None:
+                continue
+            slot = ended[1]
+            self._shares.set(slot, -1)  # its connections died with it
+            if self._stopping is not None:
                 continue
             print(f"tenure: worker {pid} ended ({status}); starting another", file=sys.stderr)
             time.sleep(RESTART_BACKOFF)
             if self._stopping is None:
-                self._spawn()
+                self._spawn(slot)
         return 0
 
-    def _spawn(self) -> None:
-        child = subprocess.Popen(self._cmd, pass_fds=(self._fd,))
-        self._children[child.pid] = child
+    def _spawn(self, slot: int) -> None:
+        cmd = [*self._cmd, "--slot", str(slot)]
+        child = subprocess.Popen(cmd, pass_fds=(self._fd, self._shares.fd))
+        self._children[child.pid] = (child, slot)
 
     def _hang_up(self, signum: int, frame: FrameType | None) -> None:
         """SIGHUP reloads the signing key (``tenure keys rotate``): every worker does it."""
-        for child in list(self._children.values()):
+        for child, _ in list(self._children.values()):
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(signal.SIGHUP)
 
     def _stop(self, signum: int, frame: FrameType | None) -> None:
         self._stopping = signum
-        for child in list(self._children.values()):
+        for child, _ in list(self._children.values()):
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(signal.SIGTERM)

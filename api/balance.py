@@ -1,0 +1,176 @@
+"""Connections spread evenly over the workers of `tenure serve --workers N` (issue 10).
+
+The workers share one listening socket. Left to the kernel and the event loop, whichever worker
+wakes first accepts every connection waiting — a client that opens its pool at once (64 keep-alive
+connections, as `wrk` and `bench/lease_bench.py` do) could land 45/19, or all on one worker,
+leaving the other core idle for the connections' whole life (measured: 19/45, 22/42 and 28/36
+splits, and one worker at ~100% CPU while the other idled).
+
+Here each worker publishes how many connections it holds in a slot of a small shared memory
+block the parent made (a ``memfd``; -1 while a worker is not serving), and takes a waiting
+connection only when it holds no more than one more than the least-loaded serving sibling. One
+that is ahead steps back for a millisecond and looks again, so a sibling can take it; it never
+steps back for longer than ``MAX_DEFER`` in a row, so a stuck sibling cannot stall new
+connections. At the first start every worker waits (at most ``START_WAIT``) until all have come
+up, so that the first burst is not all taken by the quickest one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import mmap
+import os
+import socket
+import struct
+from collections.abc import Callable, Sized
+from typing import Any
+
+import uvicorn
+
+SLACK = 1
+"""How many connections a worker may hold above the least-loaded sibling and still accept."""
+PAUSE = 0.001
+MAX_DEFER = 0.01
+"""Seconds a worker that is ahead leaves waiting connections to its siblings, at most, in a row."""
+START_WAIT = 3.0
+PUBLISH_EVERY = 0.1
+"""Seconds between publications of the count (it is also published at every accept)."""
+_SLOT = struct.Struct("q")
+
+
+class Shares:
+    """The workers' connection counts: one signed 64-bit slot each, -1 while not serving."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._map = mmap.mmap(fd, os.fstat(fd).st_size)
+        self.slots = len(self._map) // _SLOT.size
+
+    @classmethod
+    def create(cls, slots: int) -> Shares:
+        """A fresh block (the parent's), every slot not serving, inheritable by its workers."""
+        fd = os.memfd_create("tenure-connections", 0)
+        os.ftruncate(fd, slots * _SLOT.size)
+        os.set_inheritable(fd, True)
+        shares = cls(fd)
+        for slot in range(slots):
+            shares.set(slot, -1)
+        return shares
+
+    def set(self, slot: int, count: int) -> None:
+        _SLOT.pack_into(self._map, slot * _SLOT.size, count)
+
+    def counts(self) -> list[int]:
+        return [_SLOT.unpack_from(self._map, n * _SLOT.size)[0] for n in range(self.slots)]
+
+
+class BalancedAcceptor:
+    """Accepts from ``sock`` for this worker (``slot``) by the rule in the module doc, and hands
+    each connection to the event loop with ``factory``; closes as an asyncio server does."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        factory: Callable[[], asyncio.Protocol],
+        shares: Shares,
+        slot: int,
+        connections: Sized,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self._sock, self._factory = sock, factory
+        self._shares, self._slot, self._connections = shares, slot, connections
+        self._loop = asyncio.get_running_loop()
+        self._clock = clock or self._loop.time  # a test's fixed clock
+        self._pending = 0  # accepted, not yet a connection of the protocol
+        self._ahead_since: float | None = None
+        self._started = self._clock()
+        self._closed = False
+        sock.setblocking(False)
+        self._publish()
+        self._loop.add_reader(sock.fileno(), self._readable)
+        self._loop.call_later(PUBLISH_EVERY, self._tick)
+
+    def _held(self) -> int:
+        return len(self._connections) + self._pending
+
+    def _publish(self) -> None:
+        self._shares.set(self._slot, self._held())
+
+    def _tick(self) -> None:
+        if not self._closed:
+            self._publish()
+            self._loop.call_later(PUBLISH_EVERY, self._tick)
+
+    def must_wait(self) -> bool:
+        """Whether to leave the waiting connection to a sibling for now (see module doc)."""
+        now = self._clock()
+        counts = self._shares.counts()
+        others = [n for slot, n in enumerate(counts) if slot != self._slot]
+        if now - self._started < START_WAIT and min(others, default=0) < 0:
+            return True  # the first start: not every worker has come up yet
+        serving = [n for n in others if n >= 0]
+        if not serving or self._held() <= min(serving) + SLACK:
+            self._ahead_since = None
+            return False
+        if self._ahead_since is None:
+            self._ahead_since = now
+        return now - self._ahead_since < MAX_DEFER
+
+    def _readable(self) -> None:
+        if self.must_wait():
+            self._loop.remove_reader(self._sock.fileno())
+            self._loop.call_later(PAUSE, self._resume)
+            return
+        try:
+            conn, _ = self._sock.accept()
+        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+            return
+        conn.setblocking(False)
+        self._pending += 1
+        self._publish()
+        self._loop.create_task(self._start(conn))
+
+    async def _start(self, conn: socket.socket) -> None:
+        try:
+            await self._loop.connect_accepted_socket(self._factory, conn)
+        except OSError:
+            conn.close()  # the client left before its transport was made
+        finally:
+            self._pending -= 1
+            self._publish()
+
+    def _resume(self) -> None:
+        if not self._closed:
+            self._loop.add_reader(self._sock.fileno(), self._readable)
+
+    def close(self) -> None:
+        """Stop accepting; the siblings take what arrives from now on."""
+        if not self._closed:
+            self._closed = True
+            self._loop.remove_reader(self._sock.fileno())
+            self._shares.set(self._slot, -1)
+
+    async def wait_closed(self) -> None:
+        return None
+
+
+class BalancedServer(uvicorn.Server):
+    """uvicorn's server whose inherited listening socket is accepted from by a
+    :class:`BalancedAcceptor` instead of the event loop's own server."""
+
+    def __init__(self, config: uvicorn.Config, shares: Shares, slot: int) -> None:
+        super().__init__(config)
+        self._shares, self._slot = shares, slot
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=[])  # the app's lifespan, no listener of its own
+        config, state = self.config, self.server_state
+
+        def factory() -> Any:
+            return config.http_protocol_class(  # type: ignore[call-arg]
+                config=config, server_state=state, app_state=self.lifespan.state
+            )
+
+        for sock in sockets or []:
+            acceptor = BalancedAcceptor(sock, factory, self._shares, self._slot, state.connections)
+            self.servers.append(acceptor)  # type: ignore[arg-type]
