@@ -33,6 +33,8 @@ PAUSE = 0.001
 MAX_DEFER = 0.01
 """Seconds a worker that is ahead leaves waiting connections to its siblings, at most, in a row."""
 START_WAIT = 3.0
+ACCEPT_BATCH = 32
+"""Connections taken per wake-up at most (each counted before the next is considered)."""
 PUBLISH_EVERY = 0.1
 """Seconds between publications of the count (it is also published at every accept)."""
 _SLOT = struct.Struct("q")
@@ -117,18 +119,21 @@ class BalancedAcceptor:
         return now - self._ahead_since < MAX_DEFER
 
     def _readable(self) -> None:
-        if self.must_wait():
-            self._loop.remove_reader(self._sock.fileno())
-            self._loop.call_later(PAUSE, self._resume)
-            return
-        try:
-            conn, _ = self._sock.accept()
-        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
-            return
-        conn.setblocking(False)
-        self._pending += 1
-        self._publish()
-        self._loop.create_task(self._start(conn))
+        """Take waiting connections while this worker is not ahead (up to ``ACCEPT_BATCH``, as
+        the event loop's own server takes all it finds), then step back if it is."""
+        for _ in range(ACCEPT_BATCH):
+            if self.must_wait():
+                self._loop.remove_reader(self._sock.fileno())
+                self._loop.call_later(PAUSE, self._resume)
+                return
+            try:
+                conn, _ = self._sock.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                return
+            conn.setblocking(False)
+            self._pending += 1
+            self._publish()
+            self._loop.create_task(self._start(conn))
 
     async def _start(self, conn: socket.socket) -> None:
         try:
