@@ -43,7 +43,7 @@ def iso(ms: int) -> str:
 
 
 _ISO: dict[int, str] = {}
-_ISO_KEPT = 4096
+_ISO_KEPT = 1024
 
 
 @lru_cache(maxsize=256)

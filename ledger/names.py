@@ -27,7 +27,7 @@ DIGEST_BYTES = 16
 NONCE_BYTES = 12
 LOOKUP_LABEL = b"tenure/names/lookup\x00"
 SEAL_LABEL = b"tenure/names/seal\x00"
-_REMEMBERED = 4096  # digests kept before the memo starts over (one HMAC per name per decision)
+_REMEMBERED = 1024  # digests kept before the memo starts over (one HMAC per name per decision)
 
 
 class SealError(Exception):
