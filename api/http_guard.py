@@ -15,10 +15,6 @@ Both cost little per request (issue 10): one timer per connection, re-armed only
 and one size sum per head — 15k instructions a request less than a timer and a count per header
 (168k → 154k for uvicorn's cycle with this class; 138k without it).
 
-It also writes each response's head and body in one ``send``: uvicorn writes them apart, and on
-loopback each ``send`` costs the sender the receiver's TCP work too (issue 10; see
-:class:`_HeldHead`).
-
 Both values come from the environment so that every worker process uses the same ones (the
 parent sets them from ``tenure serve`` flags). Answers are in the API's error shape, unsigned:
 nothing above the HTTP parser has run.
@@ -52,47 +48,6 @@ def _refusal(status: int, code: str, message: str) -> bytes:
 class _HeadersTooLarge(Exception):
     """Raised inside a parser callback to stop parsing; httptools reports it as a parser error,
     which uvicorn answers through :meth:`GuardedHttpToolsProtocol.send_400_response`."""
-
-
-class _HeldHead:
-    """The transport one request's cycle writes through: the response's head (the cycle's first
-    write) is held and goes out joined to the body's first part, one ``send`` instead of two
-    (issue 10). A head with no body in the same loop iteration is written at its end."""
-
-    __slots__ = ("_head", "_loop", "_transport")
-
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
-        self._transport = transport
-        self._head: bytes | None = None
-        self._loop: asyncio.AbstractEventLoop | None = loop
-
-    def write(self, data: bytes) -> None:
-        head = self._head
-        if head is not None:
-            self._head = None
-            self._transport.write(head + data)
-        elif self._loop is not None:  # the first write: the head
-            self._head, loop, self._loop = data, self._loop, None
-            loop.call_soon(self._release)
-        else:
-            self._transport.write(data)
-
-    def _release(self) -> None:
-        head = self._head
-        if head is not None:
-            self._head = None
-            if not self._transport.is_closing():
-                self._transport.write(head)
-
-    def close(self) -> None:
-        self._release()
-        self._transport.close()
-
-    def is_closing(self) -> bool:
-        return self._transport.is_closing()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
@@ -155,8 +110,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._too_large = True
             raise _HeadersTooLarge
         super().on_headers_complete()
-        if self.cycle is not None:
-            self.cycle.transport = _HeldHead(self.transport, self.loop)  # type: ignore[assignment]
 
     def on_message_complete(self) -> None:
         self._due = None  # the timer, if armed, finds nothing due and is not armed again
