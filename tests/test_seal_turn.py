@@ -12,8 +12,10 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from ledger.calls import LeaseCall
@@ -75,8 +77,8 @@ def test_the_database_turn_is_one_for_every_node_and_carries_the_mark(postgres_u
         taken: list[float] = []
         waiting = threading.Thread(target=lambda: taken.append(second.take()))
         waiting.start()
-        waiting.join(0.3)
-        assert waiting.is_alive() and not taken  # held by the other node
+        _wait_until_blocked(postgres_url)
+        assert not taken  # held by the other node: the database has the second one waiting
         first.give(1234.5)
         waiting.join(5)
         assert taken == [1234.5]
@@ -86,6 +88,19 @@ def test_the_database_turn_is_one_for_every_node_and_carries_the_mark(postgres_u
     finally:
         first.close()
         second.close()
+
+
+def _wait_until_blocked(url: str) -> None:
+    """Until a session waits for an advisory lock it has not been granted (the database says
+    so: no guess at how long waiting takes)."""
+    query = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+    with psycopg.connect(url) as conn:
+        for _ in range(500):
+            row = conn.execute(query).fetchone()
+            if row is not None and row[0] == 1:
+                return
+            time.sleep(0.01)
+    raise AssertionError("the second turn never waited for the lock")
 
 
 def test_a_node_that_dies_holding_the_database_turn_gives_it_back(postgres_url: str) -> None:

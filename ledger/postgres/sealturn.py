@@ -43,13 +43,11 @@ class DatabaseTurn:
             conn.execute("BEGIN")
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (SEAL_TURN_KEY,))
             row = conn.execute("SELECT value FROM meta WHERE key = %s", (MARK,)).fetchone()
-        except psycopg.Error as error:
+        except BaseException as error:
             self._drop()
             self._local.release()
-            raise StorageError(f"the seal turn at {redact(self._url)}: {error}") from error
-        except BaseException:
-            self._drop()
-            self._local.release()
+            if isinstance(error, psycopg.Error):
+                raise StorageError(f"the seal turn at {redact(self._url)}: {error}") from error
             raise
         try:
             return float(row[0]) if row else 0.0
