@@ -39,6 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from lease_bench import cpu_seconds  # noqa: E402  (a sibling script's /proc reader)
 
 # Fresh key per request: thread id, a per-thread counter and a per-run nonce keep them unique.
 _LUA_COMMON = """
@@ -128,18 +131,6 @@ def wait_http(url: str, process: subprocess.Popen[bytes], seconds: float = 30) -
     raise SystemExit(f"{url}: not ready after {seconds} s")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` (all its threads) and its child processes."""
-    total = 0.0
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    kids = children.read_text().split() if children.exists() else []
-    for each in [str(pid), *kids]:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{each}/stat").read_text().rpartition(")")[2].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
 @contextlib.contextmanager
 def etcd(scratch: Path) -> Iterator[tuple[str, int]]:
     client, peer = free_port(), free_port()
@@ -205,9 +196,9 @@ def wrk(
     cmd = ["wrk", "-t", threads, "-c", str(args.connections), "-d", f"{args.duration}s"]
     cmd += ["--latency", "-s", script.name, url]
     try:
-        spent = cpu_seconds(pid)
+        before = cpu_seconds(pid) or 0.0
         done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ | env, check=True)
-        spent = cpu_seconds(pid) - spent
+        spent = (cpu_seconds(pid) or 0.0) - before
     finally:
         os.unlink(script.name)
     figures = parse_wrk(name, done.stdout)
