@@ -2,11 +2,12 @@
 
 PyNaCl's binding (cffi) releases the interpreter lock around every call into libsodium. For a
 ~30 µs signature that is a loss wherever another thread wants the lock — the server's writer
-thread always does: the event loop gives the lock away, the writer runs, and the loop waits to
-get it back, two context switches and a cross-core wake-up per answer. Measured with
-``bench/lease_profile.py --fresh`` (the writer thread busy as in a server): signing took 85–92 µs
-of the event loop's CPU per answer through cffi and 44–46 µs with the lock held, and the whole
-process's CPU per event fell from 774–811 to 665–701 µs.
+thread often does: the event loop gives the lock away, the writer runs, and the loop waits to
+get it back, a hand-off and a wake-up each way. Measured (docs/performance.md, sixth round): in
+``bench/lease_profile.py --fresh`` signing took 85–92 µs of the event loop's CPU per answer
+through cffi and 44–46 µs with the lock held (the process's CPU per event 670–704 → 523–584 µs);
+in the default server under wrk, where uvloop hands the lock over between I/O callbacks anyway,
+55 → 48 µs per answer.
 
 So the signature is made by the same libsodium — the one PyNaCl carries in its extension module,
 whose symbols it exports — through :class:`ctypes.PyDLL`, which keeps the lock for the call.
