@@ -8,13 +8,11 @@ either way must be the same, ``proofValue`` included.
 
 from __future__ import annotations
 
-import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger import signer as signing
-from ledger import sodium
 from ledger.provenance import Issuer, canonical_request
 from ledger.signer import Signer
 from verify.dataintegrity import JCS_SUITE, RDFC_SUITE, verify_proof
@@ -27,24 +25,11 @@ def test_the_server_extra_brings_pynacl() -> None:
     assert Signer(key)._sodium_key is not None
 
 
-def test_libsodium_signs_keeping_the_interpreter_lock() -> None:
-    """ledger/sodium.py: PyNaCl's libsodium is reached through ctypes.PyDLL, not its cffi
-    binding (which gives the lock away for every signature); a PyNaCl that stopped exporting
-    it would fall back silently, so it is asserted here."""
-    found = sodium.signer()
-    assert found is not None and found[1]
-    with pytest.raises(ValueError, match="64 bytes"):
-        found[0](b"message", bytes(32))
-
-
 @settings(max_examples=200, deadline=None)
 @given(st.binary(min_size=32, max_size=32), st.binary(max_size=300))
 def test_libsodium_signs_as_openssl_does(seed: bytes, message: bytes) -> None:
     key = Ed25519PrivateKey.from_private_bytes(seed)
-    signer = Signer(key)
-    assert signer.sign_bytes(message) == key.sign(message)
-    assert signer._sodium_key is not None
-    assert sodium._through_cffi(message, signer._sodium_key) == key.sign(message)
+    assert Signer(key).sign_bytes(message) == key.sign(message)
 
 
 def test_a_credential_is_the_same_whoever_signs_it() -> None:
