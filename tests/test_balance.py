@@ -8,7 +8,7 @@ import asyncio
 import socket
 from pathlib import Path
 
-from api.balance import MAX_DEFER, START_WAIT, BalancedAcceptor, Shares
+from api.balance import MAX_DEFER, PUBLISH_EVERY, START_WAIT, BalancedAcceptor, Shares
 from tests.conftest import Server
 
 BURST = 40
@@ -65,6 +65,13 @@ def _held_by(pid: int, port: int) -> int:
 
 
 def test_a_burst_of_connections_is_shared_evenly(fresh_server: Server) -> None:
+    """A server in service (both workers past their first requests) shares a burst of 40
+    keep-alive connections within 3 of even: 16 runs in 16 within 1. Without the rule (the
+    acceptor taking whatever it finds) the same burst split [23, 17], [19, 21], [24, 16], [17,
+    23]; uvicorn's own server, [0, 40], [40, 0], [31, 9]. Straight after the start the split is
+    looser — a worker busy with its first requests for longer than ``MAX_DEFER`` lets its sibling
+    stop deferring (16 runs: two outside 4 of even, [15, 25] and [28, 12]) — see
+    docs/operations.md."""
     fresh_server.args = ["--workers", "2"]
     fresh_server.start()
     assert fresh_server.process is not None
@@ -82,7 +89,18 @@ def test_a_burst_of_connections_is_shared_evenly(fresh_server: Server) -> None:
 
         return list(await asyncio.gather(*(one() for _ in range(BURST))))
 
+    async def settle() -> None:
+        """A first burst, closed, so both workers are past their first requests' one-off work
+        (a cold worker can be busy long enough for its sibling to stop deferring); then until
+        neither holds a connection and each has published that (``PUBLISH_EVERY``)."""
+        for writer in await burst():
+            writer.close()
+        while any(_held_by(pid, fresh_server.port) for pid in workers):
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(2 * PUBLISH_EVERY)
+
     async def run() -> list[int]:
+        await settle()
         writers = await burst()
         try:
             return [_held_by(pid, fresh_server.port) for pid in workers]
@@ -92,4 +110,4 @@ def test_a_burst_of_connections_is_shared_evenly(fresh_server: Server) -> None:
 
     held = asyncio.run(run())
     assert sum(held) == BURST
-    assert abs(held[0] - held[1]) <= 4, held
+    assert abs(held[0] - held[1]) <= 3, held
