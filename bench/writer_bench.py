@@ -10,12 +10,19 @@ instructions instead: run it under ``valgrind --tool=callgrind`` with two ``--ev
 divide the difference of the totals by the difference of the events.
 
     .venv/bin/python bench/writer_bench.py [--events 6000] [--batch 12] [--rounds 3]
+                                           [--processes 1]
+
+With ``--processes N`` that many processes write to one ledger at once, as the writers of a
+server's N workers do (each batch under the ledger's lock, each process's page cache emptied by
+the others' commits), without the event loops: each prints its own figures, so the CPU a writer
+spends per event alone and beside others can be compared.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import resource
 import secrets
 import sys
@@ -39,10 +46,10 @@ START = 1_780_000_000_000
 class Writer:
     """A decider and its storage, driven batch by batch as the writer thread drives them."""
 
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, names_key: bytes) -> None:
         limits = Limits()
         base = {"deterministic": True, "limits": limits.as_data(), "versions": VERSIONS}
-        self.storage = SQLiteStorage.open(data, NameCodec(secrets.token_bytes(32)))
+        self.storage = SQLiteStorage.open(data, NameCodec(names_key))
         self.decider = Decider(secrets.token_bytes(32), limits, base, asyncio.new_event_loop())
         self.now = START
         self.tag = secrets.token_hex(4)
@@ -91,21 +98,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=6000)
     parser.add_argument("--batch", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--processes", type=int, default=1)
     args = parser.parse_args(argv)
+    names_key = secrets.token_bytes(32)
     with tempfile.TemporaryDirectory(prefix="writer-bench-") as folder:
-        writer = Writer(Path(folder))
-        writer.run(600, args.batch, "warm")
-        for round_ in range(args.rounds):
-            spent = writer.run(args.events, args.batch, f"r{round_}")
-            total = spent["prepare"] + spent["transaction"]
-            print(
-                f"events={args.events} batch={args.batch} writer CPU per event: "
-                f"prepare {spent['prepare']:.1f} + transaction {spent['transaction']:.1f} = "
-                f"{total:.1f} µs (user {spent['user']:.1f}, system {spent['system']:.1f})",
-                flush=True,
-            )
-        writer.storage.close()
-    return 0
+        SQLiteStorage.open(Path(folder), NameCodec(names_key)).close()  # the schema, once
+        if args.processes == 1:
+            _write(Path(folder), names_key, args, "")
+            return 0
+        fork = multiprocessing.get_context("fork")
+        children = [
+            fork.Process(target=_write, args=(Path(folder), names_key, args, f"process {n}: "))
+            for n in range(args.processes)
+        ]
+        for child in children:
+            child.start()
+        for child in children:
+            child.join()
+        return max(child.exitcode or 0 for child in children)
+
+
+def _write(folder: Path, names_key: bytes, args: argparse.Namespace, label: str) -> None:
+    """One writer's rounds on the ledger in ``folder``, each printed."""
+    writer = Writer(folder, names_key)
+    writer.run(600, args.batch, "warm")
+    for round_ in range(args.rounds):
+        spent = writer.run(args.events, args.batch, f"r{round_}")
+        total = spent["prepare"] + spent["transaction"]
+        print(
+            f"{label}events={args.events} batch={args.batch} writer CPU per event: "
+            f"prepare {spent['prepare']:.1f} + transaction {spent['transaction']:.1f} = "
+            f"{total:.1f} µs (user {spent['user']:.1f}, system {spent['system']:.1f})",
+            flush=True,
+        )
+    writer.storage.close()
 
 
 if __name__ == "__main__":
