@@ -29,7 +29,7 @@ class Tally:
     def __init__(self) -> None:
         self._counts: dict[Any, int] = {}
         self._observed: dict[Any, list[float]] = {}
-        self._scheduled = False
+        self._scheduled_on: asyncio.AbstractEventLoop | None = None
 
     def inc(self, child: Any) -> None:
         """``child.inc()``, at the end of this loop turn."""
@@ -49,7 +49,7 @@ class Tally:
     def flush(self) -> None:
         """Write everything held (each counter once, each histogram's sum once and each of its
         touched buckets once)."""
-        self._scheduled = False
+        self._scheduled_on = None
         counts, observed = self._counts, self._observed
         self._counts, self._observed = {}, {}
         for child, count in counts.items():
@@ -58,15 +58,14 @@ class Tally:
             observe_all(child, amounts)
 
     def _schedule(self) -> None:
-        if self._scheduled:
-            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop to wait for: now
             self.flush()
             return
-        self._scheduled = True
-        loop.call_soon(self.flush)
+        if self._scheduled_on is not loop:  # not yet, or on a loop that ended before it ran
+            self._scheduled_on = loop
+            loop.call_soon(self.flush)
 
 
 def observe_all(child: Any, amounts: list[float]) -> None:

@@ -80,6 +80,31 @@ def test_the_tally_writes_at_the_end_of_the_loop_turn() -> None:
     assert registry.get_sample_value("t_seconds_sum") == pytest.approx(0.06)
 
 
+def test_a_loop_that_ended_before_its_flush_does_not_hold_the_next_ones() -> None:
+    """A loop closed right after answering (a test client's) leaves its flush unrun: what the
+    next loop tallies is still written at the end of that loop's turn."""
+    registry = CollectorRegistry()
+    answers = Counter("a_total", "a", registry=registry)
+    tally = Tally()
+    first = asyncio.new_event_loop()
+
+    def answer() -> None:
+        first.stop()  # this turn is the loop's last: the flush it schedules never runs
+        tally.inc(answers)
+
+    first.call_soon(answer)
+    first.run_forever()
+    first.close()
+    assert registry.get_sample_value("a_total") == 0.0
+
+    async def turn() -> None:
+        tally.inc(answers)
+        await asyncio.sleep(0)
+
+    asyncio.run(turn())
+    assert registry.get_sample_value("a_total") == 2.0
+
+
 def test_without_a_running_loop_the_tally_writes_at_once() -> None:
     registry = CollectorRegistry()
     answers = Counter("a_total", "a", registry=registry)
