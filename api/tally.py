@@ -4,13 +4,13 @@ Under several workers prometheus-client keeps every value in a memory-mapped fil
 takes a lock, asks the kernel for the process id (to notice a fork) and packs a float into the
 map. A lease request made three of them (its answer's counter, its duration's sum and bucket),
 ~30 µs of the event loop's CPU per request (``bench/lease_profile.py --fresh`` with
-``PROMETHEUS_MULTIPROC_DIR`` set). A :class:`Tally` holds them instead and writes them at the end
-of the loop's turn — after the other requests answered in the same turn, typically a whole
-commit's batch — one ``inc`` per counter and one per touched bucket.
+``PROMETHEUS_MULTIPROC_DIR`` set). A :class:`Tally` holds them instead and writes them in one
+callback the loop runs next (``call_soon``) — after the other requests answered in the same turn,
+typically a whole commit's batch — one ``inc`` per counter and one per touched bucket.
 
-Nothing is lost or reordered: the same increments reach the same values, only later in the same
-turn, before the loop waits for I/O again; without a running loop (a caller outside one) they
-are written at once. The histogram's sum and buckets are those prometheus-client's
+Nothing is lost or reordered: the same increments reach the same values, a turn later; a scrape
+writes what is held first; without a running loop (a caller outside one) they are written at
+once. The histogram's sum and buckets are those prometheus-client's
 ``Histogram.observe`` would write (``tests/test_tally.py`` compares the exposition); a client
 whose histograms lack the parts this writes to gets its ``observe`` called per value instead.
 """
@@ -32,13 +32,13 @@ class Tally:
         self._scheduled_on: asyncio.AbstractEventLoop | None = None
 
     def inc(self, child: Any) -> None:
-        """``child.inc()``, at the end of this loop turn."""
+        """``child.inc()``, in the loop's next callback."""
         counts = self._counts
         counts[child] = counts.get(child, 0) + 1
         self._schedule()
 
     def observe(self, child: Any, amount: float) -> None:
-        """``child.observe(amount)``, at the end of this loop turn."""
+        """``child.observe(amount)``, in the loop's next callback."""
         held = self._observed.get(child)
         if held is None:
             self._observed[child] = [amount]
