@@ -58,8 +58,22 @@ class Server:
         cmd += ["--data", str(self.data), "--keys", str(self.root / "keys"), *self.args]
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=log)
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except RuntimeError:
+            self._discard()  # a server that never answered is not left running for later tests
+            raise
         return self
+
+    def _discard(self) -> None:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + 20
@@ -72,7 +86,7 @@ class Server:
                     return
             except httpx.HTTPError:
                 time.sleep(0.05)
-        raise RuntimeError("server did not start")
+        raise RuntimeError(f"server did not answer within 20 s: {self.log.read_text()[-2000:]}")
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         assert self.process is not None
