@@ -7,10 +7,7 @@ data and never blocks the writer. An export snapshot gets its own connection and
 
 from __future__ import annotations
 
-import fcntl
-import os
 import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,9 +17,11 @@ from ledger.changes import Change
 from ledger.leases import Resource
 from ledger.names import NameCodec, needs_names
 from ledger.sqlite import reads
+from ledger.sqlite.checkpointer import Checkpointer
 from ledger.sqlite.pending import PendingWrites
 from ledger.sqlite.schema import DB_NAME, NAMES_STEP, connect, open_db
 from ledger.sqlite.store import apply
+from ledger.sqlite.writelock import WriteLock
 from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
@@ -132,16 +131,13 @@ class SQLiteSnapshot:
         return reads.latest_checkpoint(self._conn)
 
 
-LOCK_NAME = "tenure.lock"
-
-
 class SQLiteStorage:
     """The ledger in ``<data_dir>/tenure.db``.
 
-    Writers are serialized across processes by a blocking ``flock`` on ``<data_dir>/tenure.lock``
-    taken before ``BEGIN IMMEDIATE`` and released after COMMIT (docs/decisions/0006): a process
-    waiting for another's commit sleeps in the kernel and wakes the moment the lock is free,
-    instead of SQLite's busy handler, which polls in milliseconds.
+    Writers are serialized across threads and processes by the ledger's write lock
+    (``ledger/sqlite/writelock.py``, docs/decisions/0006), taken before ``BEGIN IMMEDIATE`` and
+    released after COMMIT. The WAL is checkpointed outside it, by a thread the first write
+    starts (``ledger/sqlite/checkpointer.py``).
     """
 
     def __init__(
@@ -155,8 +151,8 @@ class SQLiteStorage:
         self._names = names
         self._writer = writer
         self._reader = reader
-        self._lock_fd = _open_lock(path.parent / LOCK_NAME)
-        self._thread_lock = threading.Lock()  # flock does not exclude threads of one process
+        self._lock = WriteLock(path.parent)
+        self._checkpointer: Checkpointer | None = None
 
     @classmethod
     def open(cls, data_dir: Path, names: NameCodec | None = None) -> SQLiteStorage:
@@ -180,7 +176,9 @@ class SQLiteStorage:
     @contextmanager
     def transaction(self) -> Iterator[SQLiteTransaction]:
         conn = self._writer
-        with self._thread_lock, _flocked(self._lock_fd):
+        with self._lock.held():
+            if self._checkpointer is None:
+                self._start_checkpointer()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 tx = SQLiteTransaction(conn, self._names)
@@ -191,6 +189,13 @@ class SQLiteStorage:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+
+    def _start_checkpointer(self) -> None:
+        """The first write turns the writer's automatic checkpoint off and starts checkpoints
+        outside the write lock (``ledger/sqlite/checkpointer.py``)."""
+        self._writer.execute("PRAGMA wal_autocheckpoint=0")
+        self._checkpointer = Checkpointer(self.path, self._lock.held)
+        self._checkpointer.start()
 
     def warm_lease(self, tenant: str, resource: str, holder: str | None, scope: str | None) -> None:
         if self._names is not None:
@@ -272,31 +277,9 @@ class SQLiteStorage:
             conn.close()
 
     def close(self) -> None:
+        checkpointer, self._checkpointer = self._checkpointer, None
+        if checkpointer is not None:
+            checkpointer.close()
         self._reader.close()
         self._writer.close()
-        fd, self._lock_fd = self._lock_fd, None
-        if fd is not None:
-            os.close(fd)
-
-
-def _open_lock(path: Path) -> int | None:
-    """The lock file, or None where it cannot even be read (a read-only ledger folder without
-    one: no write can happen there, and :meth:`SQLiteStorage.check_writable` says so)."""
-    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
-        try:
-            return os.open(path, flags, 0o600)
-        except OSError:
-            continue
-    return None
-
-
-@contextmanager
-def _flocked(fd: int | None) -> Iterator[None]:
-    if fd is None:
-        yield
-        return
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    try:
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        self._lock.close()

@@ -1,0 +1,99 @@
+"""WAL checkpoints outside the writers' critical section (issue 10, docs/performance.md).
+
+SQLite's automatic checkpoint runs inside the COMMIT that takes the WAL past
+``wal_autocheckpoint`` pages: that commit, holding the ledger's write lock while every other
+writer of every worker waits, copies about a thousand pages into the database file and syncs it.
+A storage that writes turns its writer connection's automatic checkpoint off and runs a
+:class:`Checkpointer` instead, a thread with a connection of its own:
+
+- every ``every`` seconds a PASSIVE checkpoint, beside the writers: SQLite lets a checkpoint run
+  while others append to the WAL; it copies the frames no reader still needs and syncs the
+  database file (``synchronous=FULL`` syncs the WAL before, as the automatic one does);
+- when the WAL has reached ``restart_frames`` frames, a RESTART checkpoint under the writers'
+  lock: it copies only the frames committed since the PASSIVE one and starts the WAL over from
+  its beginning itself, so the file stays bounded. (After a PASSIVE checkpoint it is the next
+  writer that starts the WAL over, and only if every frame was copied and no checkpoint is
+  running at that moment: a first version that took the lock only when the PASSIVE checkpoint
+  had not copied everything let the WAL grow to 55 MB in tests/test_checkpointer.py's loop.)
+  The connection does not wait for readers (``busy_timeout=0``): with an old snapshot still
+  open, an export's say, the RESTART copies what it can and answers busy, the writers' lock is
+  not held for the reader's sake, and the next round tries again.
+
+Durability does not change: a commit is durable once its WAL frames are synced, which COMMIT
+still does before it returns; a checkpoint only moves durable pages into the database file, and
+a crash in the middle of one is recovered from the WAL as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from ledger.sqlite.schema import connect
+
+logger = logging.getLogger("tenure.ledger")
+
+EVERY = 0.25
+"""Seconds between two background checkpoints. Every 0.05 s copied the pages dirtied again and
+again by consecutive commits (the trees' inner pages, the entries' last page) once per round, and
+cost more CPU per request than it saved; 0.25 s held the lock 27–63 µs less per event in four of
+five alternated runs under wrk (docs/performance.md, seventh round)."""
+RESTART_FRAMES = 4000
+"""WAL frames (pages, 4 KB each) past which the checkpointer makes the WAL start over: ~16 MB."""
+
+
+class Checkpointer:
+    """Checkpoints one SQLite ledger from its own thread; ``exclusive`` is the writers' lock."""
+
+    def __init__(
+        self,
+        path: Path,
+        exclusive: Callable[[], AbstractContextManager[None]],
+        *,
+        every: float = EVERY,
+        restart_frames: int = RESTART_FRAMES,
+    ) -> None:
+        self._conn = connect(path)
+        self._conn.execute("PRAGMA busy_timeout=0")  # never wait for a reader (module doc)
+        self._exclusive = exclusive
+        self._every = every
+        self._restart_frames = restart_frames
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run_once(self) -> tuple[int, int, bool]:
+        """One round: a PASSIVE checkpoint, then a RESTART under the writers' lock when the WAL
+        is long. Returns the last one's (frames in the WAL, frames copied, whether it was
+        refused by a reader and did not start the WAL over)."""
+        frames, copied, busy = self._checkpoint("PASSIVE")
+        if frames >= self._restart_frames:
+            with self._exclusive():
+                frames, copied, busy = self._checkpoint("RESTART")
+        return frames, copied, busy
+
+    def start(self) -> None:
+        """Run :meth:`run_once` every ``every`` seconds until :meth:`close`."""
+        self._thread = threading.Thread(target=self._run, name="tenure-checkpointer", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop the thread (after the round it is in) and close the connection."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._conn.close()
+
+    def _checkpoint(self, mode: str) -> tuple[int, int, bool]:
+        busy, frames, copied = self._conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+        return int(frames), int(copied), bool(busy)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            try:
+                self.run_once()
+            except sqlite3.Error as error:  # a full disk, say: the next round tries again
+                logger.warning("WAL checkpoint failed: %s", error)
