@@ -28,6 +28,19 @@ LOCK_WAIT_SECONDS = Histogram(
     " another node or `tenure lease revoke`) before its transaction opened.",
     buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
 )
+SQLITE_COMMIT_SECONDS = Histogram(
+    "tenure_sqlite_commit_seconds",
+    "Time SQLite's COMMIT of a group commit took: its WAL frames written and synced"
+    " (synchronous=FULL), under the ledger's write lock — the disk's share of the lock.",
+    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+)
+SQLITE_CHECKPOINT_SECONDS = Histogram(
+    "tenure_sqlite_checkpoint_seconds",
+    "Time one WAL checkpoint took: mode=passive beside the writers, mode=restart under the"
+    " ledger's write lock (every writer waits for it).",
+    ["mode"],
+    buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0),
+)
 COMMIT_FAILURES = Counter(
     "tenure_commit_failures_total", "Group commits that failed (the outcome was unknown)."
 )
@@ -50,3 +63,14 @@ def commit_done(batch: int, started: float, ok: bool = True) -> None:
     COMMIT_SECONDS.observe(time.perf_counter() - started)
     if not ok:
         COMMIT_FAILURES.inc()
+
+
+def sqlite_committed(seconds: float) -> None:
+    """SQLite's COMMIT took ``seconds`` (``ledger/sqlite/backend.py``)."""
+    SQLITE_COMMIT_SECONDS.observe(seconds)
+
+
+def sqlite_checkpointed(mode: str, seconds: float) -> None:
+    """A WAL checkpoint (``passive`` or ``restart``) took ``seconds``
+    (``ledger/sqlite/checkpointer.py``)."""
+    SQLITE_CHECKPOINT_SECONDS.labels(mode).observe(seconds)

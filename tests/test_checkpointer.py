@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from prometheus_client import REGISTRY
+
 from ledger.sqlite.backend import SQLiteStorage
 from ledger.sqlite.checkpointer import Checkpointer
 from ledger.sqlite.schema import connect
@@ -140,3 +142,27 @@ def test_a_storage_checkpoints_from_its_own_thread_once_it_writes(tmp_path: Path
     assert running()
     storage.close()
     assert not running()
+
+
+def _count(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name + "_count", labels) or 0.0
+
+
+def test_commits_and_checkpoints_are_timed_for_metrics(tmp_path: Path) -> None:
+    path, writer = _ledger(tmp_path)
+    for _ in range(3):
+        _commit(writer)
+    passive = _count("tenure_sqlite_checkpoint_seconds", mode="passive")
+    restart = _count("tenure_sqlite_checkpoint_seconds", mode="restart")
+    checkpointer = Checkpointer(path, Recorded().held, restart_frames=1)
+    checkpointer.run_once()
+    assert _count("tenure_sqlite_checkpoint_seconds", mode="passive") == passive + 1
+    assert _count("tenure_sqlite_checkpoint_seconds", mode="restart") == restart + 1
+    checkpointer.close()
+    commits = _count("tenure_sqlite_commit_seconds")
+    storage = SQLiteStorage.open(tmp_path / "data", NAMES)
+    for _ in range(2):
+        with storage.transaction():
+            pass
+    storage.close()
+    assert _count("tenure_sqlite_commit_seconds") == commits + 2

@@ -8,11 +8,12 @@ data and never blocks the writer. An export snapshot gets its own connection and
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ledger import sealing
+from ledger import metrics, sealing
 from ledger.changes import Change
 from ledger.leases import Resource
 from ledger.names import NameCodec, needs_names
@@ -184,7 +185,9 @@ class SQLiteStorage:
                 tx = SQLiteTransaction(conn, self._names)
                 yield tx
                 tx.flush()
+                started = time.perf_counter()
                 conn.execute("COMMIT")
+                metrics.sqlite_committed(time.perf_counter() - started)
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")

@@ -29,10 +29,12 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from ledger import metrics
 from ledger.sqlite.schema import connect
 
 logger = logging.getLogger("tenure.ledger")
@@ -88,7 +90,9 @@ class Checkpointer:
         self._conn.close()
 
     def _checkpoint(self, mode: str) -> tuple[int, int, bool]:
+        started = time.perf_counter()
         busy, frames, copied = self._conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+        metrics.sqlite_checkpointed(mode.lower(), time.perf_counter() - started)
         return int(frames), int(copied), bool(busy)
 
     def _run(self) -> None:
