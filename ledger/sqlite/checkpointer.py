@@ -40,10 +40,10 @@ from ledger.sqlite.schema import connect
 logger = logging.getLogger("tenure.ledger")
 
 EVERY = 0.25
-"""Seconds between two background checkpoints. Every 0.05 s copied the pages dirtied again and
-again by consecutive commits (the trees' inner pages, the entries' last page) once per round, and
-cost more CPU per request than it saved; 0.25 s held the lock 27–63 µs less per event in four of
-five alternated runs under wrk (docs/performance.md, seventh round)."""
+"""Seconds between two background checkpoints. Every 0.05 s copied the pages that consecutive
+commits dirty again (the trees' inner pages, the entries' last page) once per round and cost more
+CPU per request than it saved; every 0.25 s the lock was held 39 µs less per event on average,
+less in seven of eight alternated runs under wrk (docs/performance.md, seventh round)."""
 RESTART_FRAMES = 4000
 """WAL frames (pages, 4 KB each) past which the checkpointer makes the WAL start over: ~16 MB."""
 
@@ -69,8 +69,9 @@ class Checkpointer:
 
     def run_once(self) -> tuple[int, int, bool]:
         """One round: a PASSIVE checkpoint, then a RESTART under the writers' lock when the WAL
-        is long. Returns the last one's (frames in the WAL, frames copied, whether it was
-        refused by a reader and did not start the WAL over)."""
+        is long. Returns the last one's (frames in the WAL, frames copied, busy: a reader still
+        needed frames or another process's checkpoint was running, so the WAL was not started
+        over; frames and copied are -1 when it could not even begin)."""
         frames, copied, busy = self._checkpoint("PASSIVE")
         if frames >= self._restart_frames:
             with self._exclusive():
