@@ -13,8 +13,10 @@ sealing, an eddsa-jcs-2022 receipt on every answer, one worker per core, the acc
 
 It prints both rates, both p99 latencies, each server's CPU per request (user + system time of
 the server and its worker processes over the run, from ``/proc``: steadier than the rates on a
-shared machine) and, last, the ratio tenure/etcd. Every non-2xx answer is
-counted and reported: a refused request is not throughput. It installs nothing; when a tool is
+shared machine), the machine's idle and iowait shares over each run, tenure's ledger lock (held
+per event, how busy, the COMMIT's sync per group; ``bench/server_figures.py``) and, last, the
+ratio tenure/etcd. Every non-2xx answer is counted and reported: a refused request is not
+throughput. It installs nothing; when a tool is
 missing it says which package to install. The two servers run one after the other, never together,
 and ``--rounds`` alternates them to expose drift on a shared machine.
 
@@ -42,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 from lease_bench import cpu_seconds  # noqa: E402  (a sibling script's /proc reader)
+from server_figures import lock_figures, machine_split, scrape  # noqa: E402
 
 # Fresh key per request: thread id, a per-thread counter and a per-run nonce keep them unique.
 _LUA_COMMON = """
@@ -111,6 +114,8 @@ class Figures:
     errors: str
     cpu_us: float = 0.0
     """The server's CPU (user + system, all its processes) per request, in microseconds."""
+    detail: str = ""
+    """The machine's idle share over the run and, for tenure, its ledger lock's figures."""
 
 
 def free_port() -> int:
@@ -195,14 +200,21 @@ def wrk(
     threads = str(min(args.threads, args.connections))
     cmd = ["wrk", "-t", threads, "-c", str(args.connections), "-d", f"{args.duration}s"]
     cmd += ["--latency", "-s", script.name, url]
+    samples = scrape(url) if name == "tenure" else {}
     try:
         before = cpu_seconds(pid) or 0.0
-        done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ | env, check=True)
+        with machine_split() as split:
+            done = subprocess.run(
+                cmd, capture_output=True, text=True, env=os.environ | env, check=True
+            )
         spent = (cpu_seconds(pid) or 0.0) - before
     finally:
         os.unlink(script.name)
     figures = parse_wrk(name, done.stdout)
     figures.cpu_us = spent / max(1, figures.requests) * 1e6
+    figures.detail = str(split)
+    if samples:
+        figures.detail += "\n        " + lock_figures(samples, scrape(url)).line(args.duration)
     return figures
 
 
@@ -230,7 +242,7 @@ def show(fig: Figures) -> None:
     note += f", {fig.errors}" if fig.errors else ""
     print(
         f"{fig.name:<7} {fig.rate:>9,.0f} req/s   p99 {fig.p99_ms:>7.1f} ms   {fig.requests:,} "
-        f"requests   server CPU {fig.cpu_us:,.0f} µs/request{note}",
+        f"requests   server CPU {fig.cpu_us:,.0f} µs/request{note}\n        {fig.detail}",
         flush=True,
     )
 

@@ -34,6 +34,12 @@ SQLITE_COMMIT_SECONDS = Histogram(
     " (synchronous=FULL), under the ledger's write lock — the disk's share of the lock.",
     buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
 )
+SQLITE_LOCK_HELD_SECONDS = Histogram(
+    "tenure_sqlite_lock_held_seconds",
+    "Time the ledger's write lock was held once taken: a group commit's transaction (its"
+    " decisions, rows and COMMIT), a RESTART checkpoint, another writer's turn in this process.",
+    buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+)
 SQLITE_CHECKPOINT_SECONDS = Histogram(
     "tenure_sqlite_checkpoint_seconds",
     "Time one WAL checkpoint took: mode=passive beside the writers, mode=restart under the"
@@ -68,6 +74,11 @@ def commit_done(batch: int, started: float, ok: bool = True) -> None:
 def sqlite_committed(seconds: float) -> None:
     """SQLite's COMMIT took ``seconds`` (``ledger/sqlite/backend.py``)."""
     SQLITE_COMMIT_SECONDS.observe(seconds)
+
+
+def sqlite_lock_held(seconds: float) -> None:
+    """The ledger's write lock was held ``seconds`` (``ledger/sqlite/writelock.py``)."""
+    SQLITE_LOCK_HELD_SECONDS.observe(seconds)
 
 
 def sqlite_checkpointed(mode: str, seconds: float) -> None:

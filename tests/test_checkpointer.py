@@ -160,9 +160,11 @@ def test_commits_and_checkpoints_are_timed_for_metrics(tmp_path: Path) -> None:
     assert _count("tenure_sqlite_checkpoint_seconds", mode="restart") == restart + 1
     checkpointer.close()
     commits = _count("tenure_sqlite_commit_seconds")
+    held = _count("tenure_sqlite_lock_held_seconds")
     storage = SQLiteStorage.open(tmp_path / "data", NAMES)
     for _ in range(2):
         with storage.transaction():
             pass
     storage.close()
     assert _count("tenure_sqlite_commit_seconds") == commits + 2
+    assert _count("tenure_sqlite_lock_held_seconds") == held + 2  # a short WAL: no RESTART

@@ -11,9 +11,12 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from ledger import metrics
 
 LOCK_NAME = "tenure.lock"
 
@@ -28,17 +31,20 @@ class WriteLock:
     @contextmanager
     def held(self) -> Iterator[None]:
         """Hold the lock for the ``with`` block (no file lock where the file cannot be opened:
-        a read-only ledger folder, where no write can happen anyway)."""
+        a read-only ledger folder, where no write can happen anyway); the time it was held
+        goes to ``tenure_sqlite_lock_held_seconds``."""
         with self._thread_lock:
             fd = self._fd
             if fd is None:
                 yield
                 return
             fcntl.flock(fd, fcntl.LOCK_EX)
+            taken = time.perf_counter()
             try:
                 yield
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
+                metrics.sqlite_lock_held(time.perf_counter() - taken)
 
     def close(self) -> None:
         fd, self._fd = self._fd, None
