@@ -39,7 +39,7 @@ def bundle_routes(app: FastAPI, settings: Settings) -> None:
                 latest,
                 tree_size,
                 canonical,
-                iso(core_of(request).clock()),
+                iso(core_of(request).signing_clock()),
                 suite,
             )
         except OutOfRange as error:

@@ -71,9 +71,10 @@ def request_path(request: Request) -> str:
 
 
 def _now(request: Request) -> int:
-    """The runtime's clock (fixed in tests); the wall clock before the runtime has started."""
+    """The runtime's signing clock (fixed in tests; a key switch due by then is made first); the
+    wall clock before the runtime has started."""
     core = getattr(request.app.state, "core", None)
-    return now_ms() if core is None else int(core.clock())
+    return now_ms() if core is None else int(core.signing_clock())
 
 
 def respond(

@@ -22,6 +22,7 @@ from typing import Any
 from ledger import rotation
 from ledger.calls import Limits, now_ms
 from ledger.keyring import (
+    SigningKey,
     keys_fingerprint,
     load_or_create_names_key,
     load_or_create_secret,
@@ -95,6 +96,7 @@ class Runtime:
         self._seal_lock = asyncio.Lock()  # one reader's sealing in flight per process
         self._turn = open_seal_turn(config.data_dir, config.database)
         self._rotating: Path | None = None  # a key file whose switch is scheduled
+        self._switch: tuple[SigningKey, int] | None = None  # that switch: the key, its instant
         self.tasks.add("keywatch", self.reload_keys, config.key_watch_interval)
 
     @classmethod
@@ -161,7 +163,7 @@ class Runtime:
         not grown) and store it durably before anyone sees it."""
         service = self.service
         await service.durable(service.committer.barrier())
-        signed, change = self.log.checkpoint(self.clock())
+        signed, change = self.log.checkpoint(self.signing_clock())
         if change is not None:
             await service.durable(service.committer.submit([change]))
         return signed
@@ -218,13 +220,24 @@ class Runtime:
         except ValueError:  # a file still being written: the next round reads it whole
             return
         at = rotation.record(self, key)
-        self._rotating = newest
+        self._rotating, self._switch = newest, (key, at)
+        asyncio.get_running_loop().call_later(max(0, at - self.clock()) / 1000, self._take_over)
 
-        def take_over() -> None:
+    def signing_clock(self) -> int:
+        """The clock to date a signature with (a receipt, a checkpoint, a bundle): a key switch
+        due by then is made first. Its timer may run a millisecond or more late, and a signature
+        by the old key dated at or after the instant the keyring retired it would not verify."""
+        now = self.clock()
+        if self._switch is not None and now >= self._switch[1]:
+            self._take_over()
+        return now
+
+    def _take_over(self) -> None:
+        """Make the scheduled key switch (once: the timer or the first signature due after it)."""
+        if self._switch is not None:
+            (key, at), self._switch = self._switch, None
             rotation.switch(self, key, at)
             self._rotating = None
-
-        asyncio.get_running_loop().call_later(max(0, at - self.clock()) / 1000, take_over)
 
     def _retired(self) -> bool:
         """Whether the log retired this node's key (a rotation elsewhere); a database that
