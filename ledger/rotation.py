@@ -7,7 +7,9 @@ may sign with the old key after the instant the keyring says it was retired. The
 see the new key (each polls the key folder every second, and SIGHUP reaches every worker) records
 its period as starting ``ROTATE_AHEAD_MS`` ahead — the old key's period ends there — and every
 process, reading that one recorded instant back, schedules its switch for exactly then: signatures
-before it are the old key's, signatures from it the new key's, in every worker.
+before it are the old key's, signatures from it the new key's, in every worker. The timer may run
+late, so whatever dates a signature takes the runtime's ``signing_clock``, which makes a switch
+that is due before it answers.
 
 The record goes through a second storage handle: the service's own writer belongs to the group
 committer's thread. ``record_key_use`` keeps the first record, so all processes agree.
