@@ -95,8 +95,7 @@ class Runtime:
         self.tasks.add("sealer", self._seal, config.checkpoint_interval)
         self._seal_lock = asyncio.Lock()  # one reader's sealing in flight per process
         self._turn = open_seal_turn(config.data_dir, config.database)
-        self._rotating: Path | None = None  # a key file whose switch is scheduled
-        self._switch: tuple[SigningKey, int] | None = None  # that switch: the key, its instant
+        self._switch: tuple[SigningKey, int] | None = None  # a scheduled switch: key, instant
         self.tasks.add("keywatch", self.reload_keys, config.key_watch_interval)
 
     @classmethod
@@ -211,16 +210,16 @@ class Runtime:
         rotate`; polled every ``key_watch_interval`` and on SIGHUP)."""
         newest = newest_key_file(self.config.keys_dir)
         if newest is None or newest == self.log.key.path:
-            self.key_retired = self._rotating is None and self._retired()
+            self.key_retired = self._switch is None and self._retired()
             return
-        if newest == self._rotating:
+        if self._switch is not None and newest == self._switch[0].path:
             return  # already scheduled
         try:
             key = load_signing_keys(self.config.keys_dir)[-1]
         except ValueError:  # a file still being written: the next round reads it whole
             return
         at = rotation.record(self, key)
-        self._rotating, self._switch = newest, (key, at)
+        self._switch = (key, at)
         asyncio.get_running_loop().call_later(max(0, at - self.clock()) / 1000, self._take_over)
 
     def signing_clock(self) -> int:
@@ -237,7 +236,6 @@ class Runtime:
         if self._switch is not None:
             (key, at), self._switch = self._switch, None
             rotation.switch(self, key, at)
-            self._rotating = None
 
     def _retired(self) -> bool:
         """Whether the log retired this node's key (a rotation elsewhere); a database that
