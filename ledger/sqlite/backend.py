@@ -187,11 +187,12 @@ class SQLiteStorage:
                 tx.flush()
                 started = time.perf_counter()
                 conn.execute("COMMIT")
-                metrics.sqlite_committed(time.perf_counter() - started)
+                committed = time.perf_counter() - started
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+        metrics.sqlite_committed(committed)  # after the lock: the next writer need not wait
 
     def _start_checkpointer(self) -> None:
         """The first write turns the writer's automatic checkpoint off and starts checkpoints

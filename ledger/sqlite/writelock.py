@@ -44,7 +44,8 @@ class WriteLock:
                 yield
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
-                metrics.sqlite_lock_held(time.perf_counter() - taken)
+                held = time.perf_counter() - taken
+        metrics.sqlite_lock_held(held)  # once let go: no writer waits for the metric
 
     def close(self) -> None:
         fd, self._fd = self._fd, None
