@@ -130,18 +130,22 @@ def test_the_wal_stays_bounded_while_commits_land_during_checkpoints(tmp_path: P
 
 
 def test_a_storage_checkpoints_from_its_own_thread_once_it_writes(tmp_path: Path) -> None:
-    def running() -> bool:
-        return any(thread.name == "tenure-checkpointer" for thread in threading.enumerate())
+    before = set(threading.enumerate())  # another test's storage left open is not this one's
+
+    def started() -> list[threading.Thread]:
+        found = set(threading.enumerate()) - before
+        return [thread for thread in found if thread.name == "tenure-checkpointer"]
 
     storage = SQLiteStorage.open(tmp_path / "data", NAMES)
     storage.close()  # opening alone (a reader, an audit) starts nothing
-    assert not running()
+    assert started() == []
     storage = SQLiteStorage.open(tmp_path / "data", NAMES)
     with storage.transaction():
         pass
-    assert running()
+    (thread,) = started()
+    assert thread.is_alive()
     storage.close()
-    assert not running()
+    assert not thread.is_alive()
 
 
 def _count(name: str, **labels: str) -> float:
