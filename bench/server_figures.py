@@ -9,12 +9,13 @@ was, what the COMMIT's WAL sync took per group, how big the groups were.
 
 from __future__ import annotations
 
-import re
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
 
 
 @dataclass
@@ -63,7 +64,6 @@ class LockFigures:
     groups: float
     held_s: float
     commit_s: float
-    samples: dict[str, float] = field(repr=False, default_factory=dict)
 
     def line(self, seconds: float) -> str:
         events, groups = max(self.events, 1), max(self.groups, 1)
@@ -74,15 +74,14 @@ class LockFigures:
         )
 
 
-_SAMPLE = re.compile(r"^([a-z_]+)(?:\{[^}]*\})? ([0-9.e+-]+)$", re.M)
-
-
 def scrape(url: str) -> dict[str, float]:
-    """The server's ``/metrics`` samples, label sets summed per name."""
+    """The server's ``/metrics`` samples (prometheus-client's parser), label sets summed per
+    sample name."""
     text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
     found: dict[str, float] = {}
-    for name, value in _SAMPLE.findall(text):
-        found[name] = found.get(name, 0.0) + float(value)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found[sample.name] = found.get(sample.name, 0.0) + sample.value
     return found
 
 
