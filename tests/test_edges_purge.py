@@ -18,9 +18,9 @@ START = 1_800_000_000_000
 
 
 def stored_results(data: Path) -> list[object]:
-    """The results stored in the resources table, opened (they are sealed at rest)."""
+    """The results stored in the resources' rows, opened (they are sealed at rest)."""
     with sqlite3.connect(data / "tenure.db") as conn:
-        rows = conn.execute("SELECT tenant, name, result FROM resources WHERE result IS NOT NULL")
+        rows = conn.execute("SELECT tenant, name, result FROM state WHERE result IS NOT NULL")
         return [NAMES.open(sealing.RESOURCE_RESULT, t + n, r).decode() for t, n, r in rows]
 
 

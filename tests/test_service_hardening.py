@@ -99,12 +99,14 @@ def test_the_sweeper_queries_by_index(tmp_path: Path) -> None:
     open_storage(tmp_path, names=NAMES).close()
     conn = sqlite3.connect(tmp_path / DB_NAME)
     plans = {
-        "SELECT tenant, resource FROM leases INDEXED BY leases_expires_at WHERE expires_at <= 1"
-        " ORDER BY expires_at LIMIT 9": "leases_expires_at",
+        "SELECT tenant, name FROM state INDEXED BY state_expires_at"
+        " WHERE token > 0 AND expires_at <= 1 ORDER BY expires_at LIMIT 9": "state_expires_at",
+        "SELECT tenant, name FROM state INDEXED BY state_lifecycle_end WHERE lifecycle_end"
+        " IS NOT NULL AND lifecycle_end <= 1 ORDER BY lifecycle_end LIMIT 9": "state_lifecycle",
         "SELECT tenant, scope FROM scopes INDEXED BY scopes_deadline"
         " WHERE last_beat + dead_ms <= 1 LIMIT 9": "scopes_deadline",
-        "SELECT DISTINCT resource FROM leases INDEXED BY leases_scope"
-        " WHERE tenant = 't' AND scope = 's' ORDER BY resource": "leases_scope",
+        "SELECT tenant, name FROM state INDEXED BY state_scope"
+        " WHERE tenant = 't' AND scope = 's'": "state_scope",
         "DELETE FROM idempotency WHERE created_at < 1": "created_at",
     }  # the same statements as ledger/sqlite/reads.py and store.py
     for sql, index in plans.items():

@@ -4,7 +4,8 @@ A batch of lease calls appends an entry, a few tree nodes, a resource row and a 
 event. Written one statement each, that is four or five calls into SQLite per event while the
 ledger's lock is held — and every call releases the interpreter lock, which the busy event-loop
 thread then keeps for a while. :class:`PendingWrites` keeps those changes until the transaction
-next reads or commits, then writes each table's rows with multi-row statements.
+next reads or commits, then writes each kind of row with multi-row statements (resource and
+lease rows both go to ``state``, docs/decisions/0013).
 
 Order is kept where it matters: entries, nodes and resource rows in the order they came (a later
 resource row replaces an earlier one of the same resource, as ``INSERT OR REPLACE`` did); lease
@@ -39,15 +40,18 @@ MAX_ROWS = 64
 _ENTRIES = "INSERT INTO entries(idx, leaf) VALUES "
 _NODES = "INSERT INTO tree_nodes(level, idx, hash) VALUES "
 _RESOURCES = (
-    "INSERT OR REPLACE INTO resources(tenant, name, sealed, capacity, max_token, lifecycle_end,"
-    " fingerprint, result, completed_at, completed_fingerprint) VALUES "
+    "INSERT OR REPLACE INTO state(tenant, name, sealed, capacity, max_token, lifecycle_end,"
+    " fingerprint, result, completed_at, completed_fingerprint, token) VALUES "
 )
+"""A resource's row of ``state`` (docs/decisions/0013): :func:`ledger.sealing.put_resource`'s
+columns and ``token`` 0."""
 _LEASES = (
-    "INSERT INTO leases(tenant, resource, fencing_token, sealed, owner_digest, expires_at, scope,"
-    " lease_id) VALUES "
+    "INSERT INTO state(tenant, name, token, sealed, owner_digest, expires_at, scope, lease_id)"
+    " VALUES "
 )
-_EXPIRY = "UPDATE leases SET expires_at = ? WHERE tenant = ? AND resource = ? AND fencing_token = ?"
-_DROP = "DELETE FROM leases WHERE tenant = ? AND resource = ? AND fencing_token = ?"
+"""A lease's row of ``state``: :func:`ledger.sealing.put_lease`'s columns."""
+_EXPIRY = "UPDATE state SET expires_at = ? WHERE tenant = ? AND name = ? AND token = ?"
+_DROP = "DELETE FROM state WHERE tenant = ? AND name = ? AND token = ?"
 
 
 class PendingWrites:
@@ -76,7 +80,7 @@ class PendingWrites:
             case PutNodes():
                 self.nodes.extend(change.nodes)
             case PutResource():
-                row = sealing.put_resource(names, change)
+                row = (*sealing.put_resource(names, change), 0)
                 key = row[:2]
                 self.resources.pop(key, None)  # a later row of a resource replaces it
                 self.resources[key] = row
@@ -144,3 +148,9 @@ def values(width: int, count: int) -> str:
 def marks(count: int) -> str:
     """``?, …``: ``count`` placeholders, for ``IN (…)``."""
     return ", ".join("?" * count)
+
+
+RESOURCE_ROW = _RESOURCES + values(11, 1)
+"""One resource row (``ledger/sqlite/store.py``'s single changes)."""
+LEASE_ROW = _LEASES + values(8, 1)
+"""One lease row."""

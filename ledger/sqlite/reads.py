@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from ledger import rows, sealing
 from ledger.leases import Resource
@@ -18,7 +19,11 @@ from ledger.storage import (
 )
 
 _CHECKPOINT = "SELECT tree_size, root_hash, timestamp, note, key_did FROM checkpoints"
-_LEASE = f"SELECT {rows.LEASE_COLUMNS} FROM leases"
+_STATE = (
+    "SELECT tenant, name, token, sealed, capacity, max_token, lifecycle_end, fingerprint, result,"
+    " completed_at, completed_fingerprint, owner_digest, expires_at, lease_id FROM state"
+)
+"""A resource's rows of ``state`` (docs/decisions/0013): its own at ``token`` 0, then its leases."""
 
 
 def tree_size(conn: sqlite3.Connection) -> int:
@@ -85,7 +90,9 @@ def log_id(conn: sqlite3.Connection) -> str:
 
 
 def live_leases(conn: sqlite3.Connection, now: int) -> int:
-    sql = "SELECT count(*) FROM leases INDEXED BY leases_expires_at WHERE expires_at > ?"
+    sql = (
+        "SELECT count(*) FROM state INDEXED BY state_expires_at WHERE token > 0 AND expires_at > ?"
+    )
     return int(conn.execute(sql, (now,)).fetchone()[0])
 
 
@@ -99,69 +106,59 @@ def request(
 
 def resource(conn: sqlite3.Connection, names: NameCodec, tenant: str, name: str) -> Resource | None:
     key = sealing.resource_key(names, tenant, name)
-    sql = f"SELECT {rows.RESOURCE_COLUMNS} FROM resources WHERE tenant = ? AND name = ?"
-    row = conn.execute(sql, key).fetchone()
-    if row is None:
-        return None
-    found = rows.resource_row(names, tenant, name, row)
-    where = " WHERE tenant = ? AND resource = ? ORDER BY fencing_token"
-    found.leases.extend(rows.lease_row(names, lease) for lease in conn.execute(_LEASE + where, key))
-    return found
+    found: dict[tuple[str, str], Resource] = {}
+    where = " WHERE tenant = ? AND name = ? ORDER BY token"
+    _decode(names, {key: (tenant, name)}, found, conn.execute(_STATE + where, key))
+    return found.get((tenant, name))
 
 
 def resources(
     conn: sqlite3.Connection, names: NameCodec, keys: Sequence[tuple[str, str]]
 ) -> dict[tuple[str, str], Resource]:
-    """The resources of ``keys`` that exist, with their leases: a few statements for a whole
-    batch, where :func:`resource` takes two per resource (issue 10)."""
+    """The resources of ``keys`` that exist, with their leases: one statement per tenant and
+    64 names for a whole batch, where :func:`resource` takes one per resource (issue 10)."""
     wanted, by_tenant = sealing.resource_keys(names, keys)
     found: dict[tuple[str, str], Resource] = {}
     for t, digests in by_tenant.items():
         for start, count in pending.chunks(len(digests)):
             part = digests[start : start + count]
-            _resource_rows(conn, names, wanted, found, t, part)
+            where = f" WHERE tenant = ? AND name IN ({pending.marks(count)}) ORDER BY name, token"
+            _decode(names, wanted, found, conn.execute(_STATE + where, (t, *part)))
     return found
 
 
-def _resource_rows(
-    conn: sqlite3.Connection,
+def _decode(
     names: NameCodec,
     wanted: dict[tuple[bytes, bytes], tuple[str, str]],
     found: dict[tuple[str, str], Resource],
-    t: bytes,
-    digests: list[bytes],
+    state: Iterable[Any],
 ) -> None:
-    where = f" WHERE tenant = ? AND name IN ({pending.marks(len(digests))})"
-    present = []
-    for row in conn.execute(
-        f"SELECT {rows.RESOURCE_COLUMNS} FROM resources" + where, (t, *digests)
-    ):
-        key = wanted[(bytes(row[0]), bytes(row[1]))]
-        found[key] = rows.resource_row(names, *key, row)
-        present.append(bytes(row[1]))
-    if not present:
-        return
-    where = f" WHERE tenant = ? AND resource IN ({pending.marks(len(present))})"
-    for lease in conn.execute(_LEASE + where + " ORDER BY fencing_token", (t, *present)):
-        found[wanted[(t, bytes(lease[1]))]].leases.append(rows.lease_row(names, lease))
+    """Rows of :data:`_STATE`, each resource's first (``token`` 0), into ``found``."""
+    for t, n, token, sealed, *resource, owner, expires, lease_id in state:
+        key = wanted[(bytes(t), bytes(n))]
+        if token == 0:
+            found[key] = rows.resource_row(names, *key, (t, n, *resource))
+        else:
+            lease = (t, n, sealed, token, owner, expires, lease_id)
+            found[key].leases.append(rows.lease_row(names, lease))
 
 
 def ended_lifecycles(
     conn: sqlite3.Connection, names: NameCodec, now: int, limit: int
 ) -> list[tuple[str, str]]:
-    sql = "SELECT tenant, name, sealed FROM resources INDEXED BY resources_lifecycle_end"
+    sql = "SELECT tenant, name, sealed FROM state INDEXED BY state_lifecycle_end"
     sql += " WHERE lifecycle_end IS NOT NULL AND lifecycle_end <= ? ORDER BY lifecycle_end LIMIT ?"
     found = conn.execute(sql, (now, limit))
     return [rows.named(names, sealing.RESOURCE_NAME, row) for row in found]
 
 
-_NAMED_LEASE = "SELECT tenant, resource, sealed FROM leases"
+_NAMED_LEASE = "SELECT tenant, name, sealed FROM state"
 
 
 def expired_leases(
     conn: sqlite3.Connection, names: NameCodec, now: int, limit: int
 ) -> list[tuple[str, str]]:
-    sql = _NAMED_LEASE + " INDEXED BY leases_expires_at WHERE expires_at <= ?"
+    sql = _NAMED_LEASE + " INDEXED BY state_expires_at WHERE token > 0 AND expires_at <= ?"
     return rows.lease_names(names, conn.execute(sql + " ORDER BY expires_at LIMIT ?", (now, limit)))
 
 
@@ -176,7 +173,7 @@ def due_scopes(
 def scope_resources(
     conn: sqlite3.Connection, names: NameCodec, tenant: str, scope: str
 ) -> list[str]:
-    sql = _NAMED_LEASE + " INDEXED BY leases_scope WHERE tenant = ? AND scope = ?"
+    sql = _NAMED_LEASE + " INDEXED BY state_scope WHERE tenant = ? AND scope = ?"
     found = conn.execute(sql, sealing.scope_key(names, tenant, scope))
     return sorted(name for _, name in rows.lease_names(names, found))
 

@@ -4,6 +4,7 @@ Each step runs in its own transaction and is recorded in ``PRAGMA user_version``
 the names of the state tables (docs/decisions/0010): it reads every clear row, recreates the
 tables with digests and sealed columns, and writes the rows back through the same translation
 as every later change (``ledger/sqlite/store.py``); then the WAL is emptied and the file rebuilt.
+Step 4 keeps resources and their leases in one table (docs/decisions/0013).
 ``secure_delete`` is always on, so freed pages never keep an old value.
 """
 
@@ -22,7 +23,7 @@ from ledger.names import NAMES_CHECK, NameCodec, check_key
 from ledger.sealing import CLEAR_COLUMNS, clear_changes
 from ledger.storage import StorageError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 NAMES_STEP = 3
 """The step that seals names (docs/decisions/0010): it needs the names key to run."""
 DB_NAME = "tenure.db"
@@ -124,19 +125,25 @@ def _v2(db: sqlite_utils.Database) -> None:
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]
 """The steps that need no key; :data:`NAMES_STEP` follows them."""
 
-_SEALED_TABLES = (
-    "CREATE TABLE resources(tenant BLOB NOT NULL, name BLOB NOT NULL, sealed BLOB NOT NULL,"
-    " capacity INTEGER NOT NULL, max_token INTEGER NOT NULL, lifecycle_end INTEGER,"
+STATE_TABLE = (
+    "CREATE TABLE state(tenant BLOB NOT NULL, name BLOB NOT NULL, token INTEGER NOT NULL,"
+    " sealed BLOB NOT NULL, capacity INTEGER, max_token INTEGER, lifecycle_end INTEGER,"
     " fingerprint BLOB, result BLOB, completed_at INTEGER, completed_fingerprint BLOB,"
-    " PRIMARY KEY(tenant, name)) WITHOUT ROWID",
-    "CREATE INDEX resources_lifecycle_end ON resources(lifecycle_end)"
-    " WHERE lifecycle_end IS NOT NULL",
-    "CREATE TABLE leases(tenant BLOB NOT NULL, resource BLOB NOT NULL,"
-    " fencing_token INTEGER NOT NULL, sealed BLOB NOT NULL, owner_digest BLOB NOT NULL,"
-    " expires_at INTEGER NOT NULL, scope BLOB, lease_id INTEGER NOT NULL,"
-    " PRIMARY KEY(tenant, resource, fencing_token)) WITHOUT ROWID",
-    "CREATE INDEX leases_expires_at ON leases(expires_at)",
-    "CREATE INDEX leases_scope ON leases(tenant, scope) WHERE scope IS NOT NULL",
+    " owner_digest BLOB, expires_at INTEGER, scope BLOB, lease_id INTEGER,"
+    " CHECK (token > 0 OR (capacity IS NOT NULL AND max_token IS NOT NULL)),"
+    " CHECK (token = 0 OR (owner_digest IS NOT NULL AND expires_at IS NOT NULL"
+    " AND lease_id IS NOT NULL)),"
+    " PRIMARY KEY(tenant, name, token)) WITHOUT ROWID",
+    "CREATE INDEX state_lifecycle_end ON state(lifecycle_end) WHERE lifecycle_end IS NOT NULL",
+    "CREATE INDEX state_expires_at ON state(expires_at) WHERE token > 0",
+    "CREATE INDEX state_scope ON state(tenant, scope) WHERE scope IS NOT NULL",
+)
+"""Step 4's one table of resources and their leases (docs/decisions/0013): a resource's row at
+``token`` 0, each live lease's at its fencing token, all keyed by the resource's digests — so
+a grant's two rows share one leaf page of one B-tree, where two tables cost a page each."""
+
+_SEALED_TABLES = (
+    *STATE_TABLE,
     "CREATE TABLE idempotency(tenant BLOB NOT NULL, request_id BLOB NOT NULL,"
     " request_digest BLOB NOT NULL, answer BLOB NOT NULL, created_at INTEGER NOT NULL,"
     " PRIMARY KEY(tenant, request_id)) WITHOUT ROWID",
@@ -171,6 +178,30 @@ def seal_names(conn: sqlite3.Connection, names: NameCodec) -> None:
     conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (NAMES_CHECK, names.check))
 
 
+def one_table(conn: sqlite3.Connection) -> None:
+    """Step 4 (docs/decisions/0013): the sealed ``resources`` and ``leases`` of a step-3 ledger
+    become rows of ``state``, unchanged (digests and sealed blobs copied as they are). A ledger
+    that reached step 3 after this step existed already has ``state`` (``_SEALED_TABLES``)."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "resources" not in tables:
+        return
+    for statement in STATE_TABLE:
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO state(tenant, name, token, sealed, capacity, max_token, lifecycle_end,"
+        " fingerprint, result, completed_at, completed_fingerprint) SELECT tenant, name, 0,"
+        " sealed, capacity, max_token, lifecycle_end, fingerprint, result, completed_at,"
+        " completed_fingerprint FROM resources"
+    )
+    conn.execute(
+        "INSERT INTO state(tenant, name, token, sealed, owner_digest, expires_at, scope,"
+        " lease_id) SELECT tenant, resource, fencing_token, sealed, owner_digest, expires_at,"
+        " scope, lease_id FROM leases"
+    )
+    conn.execute("DROP TABLE leases")
+    conn.execute("DROP TABLE resources")
+
+
 def migrate(conn: sqlite3.Connection, names: NameCodec | None) -> int:
     """Bring the schema to SCHEMA_VERSION, each step in its own transaction; the step that
     seals names runs only with the names key (without it the schema stays before that step, and
@@ -180,8 +211,8 @@ def migrate(conn: sqlite3.Connection, names: NameCodec | None) -> int:
     if version > SCHEMA_VERSION:
         raise StorageError(f"ledger schema {version} is newer than this server ({SCHEMA_VERSION})")
     steps: list[Callable[[], None]] = [lambda: _v1(db), lambda: _v2(db)]
-    if names is not None:
-        steps.append(lambda: seal_names(conn, names))
+    if names is not None:  # steps 3 (sealing names) and 4 run only with the names key
+        steps += [lambda: seal_names(conn, names), lambda: one_table(conn)]
     for step in range(version, len(steps)):
         conn.execute("BEGIN IMMEDIATE")
         try:

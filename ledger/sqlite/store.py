@@ -3,7 +3,8 @@
 The ledger is one SQLite file in WAL mode with ``synchronous=FULL``: a commit returns only after
 the WAL is fsynced. The group committer (``ledger/committer.py``) hands every batch queued since
 its last commit to one write transaction (``ledger/sqlite/backend.py``), where :func:`apply`
-translates each typed change (``ledger/changes.py``) to a prepared statement.
+translates each typed change (``ledger/changes.py``) to a prepared statement. Resources and their
+leases are rows of one table, ``state`` (a resource at ``token`` 0, docs/decisions/0013).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from ledger.changes import (
     row,
 )
 from ledger.names import NameCodec
+from ledger.sqlite import pending
 
-_LEASE_KEY = "WHERE tenant = ? AND resource = ? AND fencing_token = ?"
+_LEASE_KEY = "WHERE tenant = ? AND name = ? AND token = ?"
 
 
 def apply(conn: sqlite3.Connection, names: NameCodec, change: Change) -> None:
@@ -48,26 +50,15 @@ def apply(conn: sqlite3.Connection, names: NameCodec, change: Change) -> None:
                 "INSERT INTO tree_nodes(level, idx, hash) VALUES (?, ?, ?)", change.nodes
             )
         case PutResource():
-            conn.execute(
-                "INSERT OR REPLACE INTO resources(tenant, name, sealed, capacity, max_token,"
-                " lifecycle_end, fingerprint, result, completed_at, completed_fingerprint)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                sealing.put_resource(names, change),
-            )
+            conn.execute(pending.RESOURCE_ROW, (*sealing.put_resource(names, change), 0))
         case PutLease():
-            conn.execute(
-                "INSERT INTO leases(tenant, resource, fencing_token, sealed, owner_digest,"
-                " expires_at, scope, lease_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                sealing.put_lease(names, change),
-            )
+            conn.execute(pending.LEASE_ROW, sealing.put_lease(names, change))
         case DropLease():
             key = sealing.lease_key(names, change.tenant, change.resource, change.fencing_token)
-            conn.execute(f"DELETE FROM leases {_LEASE_KEY}", key)
+            conn.execute(f"DELETE FROM state {_LEASE_KEY}", key)
         case SetLeaseExpiry():
             key = sealing.lease_key(names, change.tenant, change.resource, change.fencing_token)
-            conn.execute(
-                f"UPDATE leases SET expires_at = ? {_LEASE_KEY}", (change.expires_at, *key)
-            )
+            conn.execute(f"UPDATE state SET expires_at = ? {_LEASE_KEY}", (change.expires_at, *key))
         case _:
             _apply_rare(conn, names, change)
 
