@@ -10,7 +10,10 @@ instructions instead: run it under ``valgrind --tool=callgrind`` with two ``--ev
 divide the difference of the totals by the difference of the events.
 
     .venv/bin/python bench/writer_bench.py [--events 6000] [--batch 12] [--rounds 3]
-                                           [--processes 1]
+                                           [--processes 1] [--wal-frames]
+
+With ``--wal-frames`` no checkpoint runs, so the WAL only grows, and each round also prints the
+WAL frames (pages synced by COMMIT) per event: the figure docs/decisions/0013 is about.
 
 With ``--processes N`` that many processes write to one ledger at once, as the writers of a
 server's N workers do (each batch under the ledger's lock, each process's page cache emptied by
@@ -38,6 +41,8 @@ from ledger.decider import Decider  # noqa: E402
 from ledger.names import NameCodec  # noqa: E402
 from ledger.service import VERSIONS  # noqa: E402
 from ledger.sqlite.backend import SQLiteStorage  # noqa: E402
+from ledger.sqlite.checkpointer import Checkpointer  # noqa: E402
+from ledger.sqlite.schema import DB_NAME  # noqa: E402
 
 START = 1_780_000_000_000
 """A fixed clock: each event one millisecond after the last."""
@@ -99,7 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument(
+        "--wal-frames",
+        action="store_true",
+        help="no checkpoints: print the WAL frames each event adds (the pages a commit syncs)",
+    )
     args = parser.parse_args(argv)
+    if args.wal_frames:
+        Checkpointer.start = lambda self: None  # type: ignore[method-assign]
     names_key = secrets.token_bytes(32)
     with tempfile.TemporaryDirectory(prefix="writer-bench-") as folder:
         SQLiteStorage.open(Path(folder), NameCodec(names_key)).close()  # the schema, once
@@ -123,15 +135,32 @@ def _write(folder: Path, names_key: bytes, args: argparse.Namespace, label: str)
     writer = Writer(folder, names_key)
     writer.run(600, args.batch, "warm")
     for round_ in range(args.rounds):
+        start = _wal_start(writer) if args.wal_frames else None
         spent = writer.run(args.events, args.batch, f"r{round_}")
         total = spent["prepare"] + spent["transaction"]
+        frames = (
+            "" if start is None else f", {_wal_frames(writer, start) / args.events:.2f} WAL frames"
+        )
         print(
             f"{label}events={args.events} batch={args.batch} writer CPU per event: "
             f"prepare {spent['prepare']:.1f} + transaction {spent['transaction']:.1f} = "
-            f"{total:.1f} µs (user {spent['user']:.1f}, system {spent['system']:.1f})",
+            f"{total:.1f} µs (user {spent['user']:.1f}, system {spent['system']:.1f}){frames}",
             flush=True,
         )
     writer.storage.close()
+
+
+def _wal_start(writer: Writer) -> int:
+    """With ``--wal-frames``: the WAL's frames so far (the ledger keeps growing across rounds)."""
+    wal = writer.storage.path.with_name(DB_NAME + "-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+def _wal_frames(writer: Writer, start: int) -> float:
+    """Frames the WAL grew by since ``start``: each is a page and its 24-byte header."""
+    page = int(writer.storage._writer.execute("PRAGMA page_size").fetchone()[0])
+    wal = writer.storage.path.with_name(DB_NAME + "-wal")
+    return (wal.stat().st_size - max(start, 32)) / (page + 24)
 
 
 if __name__ == "__main__":
