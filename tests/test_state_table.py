@@ -96,7 +96,8 @@ def test_a_step_3_ledger_moves_into_one_table_and_carries_on(tmp_path: Path) -> 
     _write_some(storage)
     before = _resources(storage)
     storage.close()
-    assert before[("t", "pool")] is not None and len(before[("t", "pool")].leases) == 2  # type: ignore[union-attr]
+    pool = before[("t", "pool")]
+    assert pool is not None and len(pool.leases) == 2
     _back_to_step_3(tmp_path / DB_NAME)
     assert {"resources", "leases"} <= _tables(tmp_path / DB_NAME)
 
