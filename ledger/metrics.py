@@ -12,6 +12,9 @@ import time
 
 from prometheus_client import Counter, Histogram
 
+LOCK_BUCKETS = (0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+"""Seconds: how long the ledger's write lock was waited for and held, on one scale to compare."""
+
 COMMIT_BATCH = Histogram(
     "tenure_commit_batch_size",
     "Units of work carried by one group commit (one durable storage transaction).",
@@ -26,7 +29,7 @@ LOCK_WAIT_SECONDS = Histogram(
     "tenure_ledger_lock_wait_seconds",
     "Time a group commit waited for the ledger's write lock (held by another worker process,"
     " another node or `tenure lease revoke`) before its transaction opened.",
-    buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+    buckets=LOCK_BUCKETS,
 )
 SQLITE_COMMIT_SECONDS = Histogram(
     "tenure_sqlite_commit_seconds",
@@ -38,7 +41,7 @@ SQLITE_LOCK_HELD_SECONDS = Histogram(
     "tenure_sqlite_lock_held_seconds",
     "Time the ledger's write lock was held once taken: a group commit's transaction (its"
     " decisions, rows and COMMIT), a RESTART checkpoint, another writer's turn in this process.",
-    buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+    buckets=LOCK_BUCKETS,
 )
 SQLITE_CHECKPOINT_SECONDS = Histogram(
     "tenure_sqlite_checkpoint_seconds",
