@@ -1,7 +1,9 @@
 """Decoding the rows both storage backends select, in the same column order (no SQL here).
 
 ``ledger/sqlite/reads.py`` and ``ledger/postgres/reads.py`` each query their own database; what a
-row of ``resources``, ``leases`` or ``waiters`` means is one thing, decoded here once. Names and
+row of ``resources``, ``leases`` or ``waiters`` means is one thing, decoded here once. (SQLite keeps
+resources and their leases as rows of one table, ``state``, docs/decisions/0013; its reads hand
+each row here in the shape of :data:`RESOURCE_COLUMNS` or :data:`LEASE_COLUMNS`.) Names and
 stored answers come back out of their sealed columns (``ledger/sealing.py``, docs/decisions/0010).
 """
 
