@@ -15,8 +15,10 @@ an API key):
   the call to the sequencer. Parsing, tenancy, rate limits, the receipt and HTTP stay in the
   workers; their own writers only serve the rare writes that are not lease calls.
 
-It prints each run's rate, p99, CPU per request (the sequencer's included) and the machine's
-idle share.
+Each run is driven and printed by ``bench/vs_etcd.py``'s own ``wrk`` and ``show``: rate, p99, CPU
+per request (the sequencer's included), the machine's idle share; ``tenure`` is the default server
+(with its ledger lock's figures), ``sequencer`` the probe (whose lock is in a process the
+workers' ``/metrics`` do not cover).
 
     .venv/bin/python bench/sequencer_probe.py [--duration 10] [--rounds 2] [--inline]
 """
@@ -29,7 +31,6 @@ import contextlib
 import os
 import pickle
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -211,33 +212,10 @@ def _default(scratch: Path) -> Iterator[tuple[str, str, list[int]]]:
 
 
 def _drive(name: str, url: str, key: str, pids: list[int], args: argparse.Namespace) -> None:
-    from lease_bench import cpu_seconds
-    from server_figures import machine_split
-    from vs_etcd import _LUA_TENURE, parse_wrk
+    from vs_etcd import _LUA_TENURE, show, wrk
 
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
-        script.write(_LUA_TENURE)
-    cmd = ["wrk", "-t2", "-c", str(args.connections), "-d", f"{args.duration}s"]
-    try:
-        before = sum(cpu_seconds(pid) or 0.0 for pid in pids)
-        with machine_split() as split:
-            done = subprocess.run(
-                [*cmd, "--latency", "-s", script.name, url],
-                capture_output=True,
-                text=True,
-                env=os.environ | {"KEY": key},
-                check=True,
-            )
-        spent = sum(cpu_seconds(pid) or 0.0 for pid in pids) - before
-    finally:
-        os.unlink(script.name)
-    figs = parse_wrk(name, done.stdout)
-    bad = f", {figs.non_2xx} non-2xx" if figs.non_2xx else ""
-    print(
-        f"{name:<10} {figs.rate:>7,.0f} req/s  p99 {figs.p99_ms:5.1f} ms  server CPU "
-        f"{spent / max(1, figs.requests) * 1e6:,.0f} µs/request{bad}  {split}",
-        flush=True,
-    )
+    args.threads = 2
+    show(wrk(name, url, _LUA_TENURE, args, {"KEY": key}, *pids))
 
 
 def main() -> int:
@@ -255,7 +233,7 @@ def main() -> int:
         asyncio.run(_sequence(Path(data), Path(keys), path))
         return 0
     for _ in range(args.rounds):
-        for name, run in (("default", _default), ("sequencer", _probe)):
+        for name, run in (("tenure", _default), ("sequencer", _probe)):
             with tempfile.TemporaryDirectory() as tmp:
                 starting = run(Path(tmp)) if run is _default else run(Path(tmp), args.inline)
                 with starting as (url, key, pids):

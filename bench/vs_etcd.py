@@ -192,9 +192,10 @@ def _running(cmd: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
 
 
 def wrk(
-    name: str, url: str, lua: str, args: argparse.Namespace, env: dict[str, str], pid: int
+    name: str, url: str, lua: str, args: argparse.Namespace, env: dict[str, str], *pids: int
 ) -> Figures:
-    """Drive ``url`` with ``lua``'s requests; the figures, with the CPU server ``pid`` spent."""
+    """Drive ``url`` with ``lua``'s requests; the figures, with the CPU the server's processes
+    ``pids`` (each with its children) spent. A ``tenure`` run adds its ledger lock's figures."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(lua)
     threads = str(min(args.threads, args.connections))
@@ -202,12 +203,12 @@ def wrk(
     cmd += ["--latency", "-s", script.name, url]
     samples = scrape(url) if name == "tenure" else {}
     try:
-        before = cpu_seconds(pid) or 0.0
+        before = _cpu(pids)
         with machine_split() as split:
             done = subprocess.run(
                 cmd, capture_output=True, text=True, env=os.environ | env, check=True
             )
-        spent = (cpu_seconds(pid) or 0.0) - before
+        spent = _cpu(pids) - before
     finally:
         os.unlink(script.name)
     figures = parse_wrk(name, done.stdout)
@@ -216,6 +217,10 @@ def wrk(
     if samples:
         figures.detail += "\n        " + lock_figures(samples, scrape(url)).line(args.duration)
     return figures
+
+
+def _cpu(pids: tuple[int, ...]) -> float:
+    return sum(cpu_seconds(pid) or 0.0 for pid in pids)
 
 
 def parse_wrk(name: str, out: str) -> Figures:
