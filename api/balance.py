@@ -9,9 +9,10 @@ splits, and one worker at ~100% CPU while the other idled).
 Here each worker publishes how many connections it holds in a slot of a small shared memory
 block the parent made (a ``memfd``; -1 while a worker is not serving), and takes a waiting
 connection only when it holds no more than one more than the least-loaded serving sibling. One
-that is ahead steps back for a millisecond and looks again, so a sibling can take it; it never
-steps back for longer than ``MAX_DEFER`` in a row, so a stuck sibling cannot stall new
-connections. At the first start every worker waits (at most ``START_WAIT``) until all have come
+that is ahead steps back for a millisecond and looks again, so a sibling can take it; after
+``MAX_DEFER`` of that it takes one connection and steps back again. A stuck sibling so delays new
+connections by at most ``MAX_DEFER`` each, and one descheduled for a few milliseconds on a busy
+machine loses a connection to its sibling, not the rest of a burst. At the first start every worker waits (at most ``START_WAIT``) until all have come
 up, so that the first burst is not all taken by the quickest one.
 """
 
@@ -31,7 +32,7 @@ SLACK = 1
 """How many connections a worker may hold above the least-loaded sibling and still accept."""
 PAUSE = 0.001
 MAX_DEFER = 0.01
-"""Seconds a worker that is ahead leaves waiting connections to its siblings, at most, in a row."""
+"""Seconds a worker that is ahead leaves a waiting connection to its siblings before taking it."""
 START_WAIT = 3.0
 ACCEPT_BATCH = 32
 """Connections taken per wake-up at most (each counted before the next is considered)."""
@@ -116,7 +117,10 @@ class BalancedAcceptor:
             return False
         if self._ahead_since is None:
             self._ahead_since = now
-        return now - self._ahead_since < MAX_DEFER
+        if now - self._ahead_since < MAX_DEFER:
+            return True
+        self._ahead_since = None  # take this one; the next waits its turn again
+        return False
 
     def _readable(self) -> None:
         """Take waiting connections while this worker is not ahead (up to ``ACCEPT_BATCH``, as
