@@ -12,8 +12,9 @@ connection only when it holds no more than one more than the least-loaded servin
 that is ahead steps back for a millisecond and looks again, so a sibling can take it; after
 ``MAX_DEFER`` of that it takes one connection and steps back again. A stuck sibling so delays new
 connections by at most ``MAX_DEFER`` each, and one descheduled for a few milliseconds on a busy
-machine loses a connection to its sibling, not the rest of a burst. At the first start every worker waits (at most ``START_WAIT``) until all have come
-up, so that the first burst is not all taken by the quickest one.
+machine loses a connection to its sibling, not the rest of a burst. At the first start every
+worker waits (at most ``START_WAIT``) until all have come up, so that the first burst is not all
+taken by the quickest one.
 """
 
 from __future__ import annotations

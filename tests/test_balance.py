@@ -71,10 +71,10 @@ def test_a_burst_of_connections_is_shared_evenly(fresh_server: Server) -> None:
     """A burst of 40 keep-alive connections, straight after the start and twice more on the
     settled server, splits within 2 of even over two workers. Measured: 64 settled bursts and 32
     straight after a start, on a quiet machine and with two or four busy-looping processes on its
-    two cores, all within 1. Before a worker ahead took one connection per ``MAX_DEFER`` (it took every one waiting once
-    its 10 ms were up) a busy machine split [25, 15] and [12, 28], a CI run [26, 14], [22, 18]
-    and [28, 12]; without the rule (the acceptor taking whatever it finds) [23, 17], [19, 21],
-    [24, 16], [17, 23]; uvicorn's own server [0, 40], [40, 0], [31, 9]."""
+    two cores, all within 1. Before a worker ahead took one connection per ``MAX_DEFER`` (it took
+    every one waiting once its 10 ms were up) a busy machine split [25, 15] and [12, 28], a CI run
+    [26, 14], [22, 18] and [28, 12]; without the rule (the acceptor taking whatever it finds)
+    [23, 17], [19, 21], [24, 16], [17, 23]; uvicorn's own server [0, 40], [40, 0], [31, 9]."""
     fresh_server.args = ["--workers", "2"]
     fresh_server.start()
     assert fresh_server.process is not None
