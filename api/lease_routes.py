@@ -85,19 +85,24 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     cleanup = op in (Op.RENEW, Op.RELEASE)  # its own allowance: a throttled tenant can clean up
     tenant = caller_tenant(request, body.namespace, body.tenant_id, cleanup, runtime)
     call = _call(body, op, tenant, service.limits)
+    durable = None
     if op == Op.WAIT or call.wait_seconds is not None:
         answer = await _unless_disconnected(request, service.lease(call))
-    else:
-        answer = await service.lease(call)
+    else:  # signed while its batch's commit is made durable, sent only once it is (0014)
+        answer, durable = await service.lease_early(call)
+    try:
+        if answer.data.get("replayed"):
+            _replay_owner_token(call, answer)
+        headers = None
+        if answer.outcome is Outcome.HELD:
+            headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}
+        cited = (answer.entry, answer.pseudonyms)
+        status = status_of(answer)
+        response = respond(request, answer.data, status, headers, cited, raw_body, suite, document)
+    finally:
+        await service.durable(durable)  # a failed commit: 503 unknown, and nothing was sent
     lease_answered(op, answer.outcome.value)
-    if answer.data.get("replayed"):
-        _replay_owner_token(call, answer)
-    headers = None
-    if answer.outcome is Outcome.HELD:
-        headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}
-    cited = (answer.entry, answer.pseudonyms)
-    status = status_of(answer)
-    return respond(request, answer.data, status, headers, cited, raw_body, suite, document)
+    return response
 
 
 def _replay_owner_token(call: LeaseCall, answer: Answer) -> None:

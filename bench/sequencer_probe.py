@@ -130,6 +130,11 @@ def hook_workers() -> None:
         _, client = await loop.create_unix_connection(_Forwarding, os.environ[SOCKET_ENV])
         self.service.lease = client.lease  # type: ignore[method-assign]
 
+        async def early(call: Any) -> Any:
+            return await client.lease(call), None
+
+        self.service.lease_early = early  # type: ignore[method-assign]
+
     Runtime.start = forwarding_start  # type: ignore[method-assign]
 
 
@@ -147,7 +152,7 @@ def _inline_commits() -> None:
             future = self._loop.create_future()
             if not self._items:
                 self._loop.call_soon(self._flush)
-            self._items.append((work, future, prepare))
+            self._items.append((work, future, prepare, None))
             self._last = future
             return future
 

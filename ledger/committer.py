@@ -5,7 +5,9 @@ as a unit of work — a function of the open transaction, or a list of typed cha
 (``ledger/changes.py``) — and the writer runs everything queued since its last commit in ONE
 ``storage.transaction()``. A unit returns a value (the lease service's rendered answer); its
 future resolves with that value once the transaction is durable, and only then does the caller
-answer.
+answer. A unit submitted with :meth:`GroupCommitter.submit_early` also gets the value as soon as
+the batch's statements have run, so that its caller can prepare (sign) the answer while the
+commit is made durable — and still sends nothing before (docs/decisions/0014).
 
 If a commit fails, every unit of that batch gets :class:`~ledger.storage.StorageError` (503
 ``unknown`` at the edge): nothing of it is on disk and nothing in memory ran ahead of the disk
@@ -33,7 +35,9 @@ Work = Sequence[Change] | Callable[[Transaction], Any]
 
 Prepare = Callable[[], object]
 """Work a unit can do before the transaction: it must write nothing and decide nothing."""
-_Item = tuple[Work, "asyncio.Future[Any]", Prepare | None]
+_Item = tuple[Work, "asyncio.Future[Any]", Prepare | None, "asyncio.Future[Any] | None"]
+"""A unit, the future that resolves once it is durable, its preparation, and the future that
+resolves as soon as its statements have run (:meth:`GroupCommitter.submit_early`)."""
 
 
 class BatchHooks(Protocol):
@@ -80,9 +84,25 @@ class GroupCommitter:
         and the unit itself meets it again inside the transaction.
         """
         future: asyncio.Future[T] = self._loop.create_future()
-        self._queue.put((work, future, prepare))
+        self._queue.put((work, future, prepare, None))
         self._last = future
         return future
+
+    def submit_early(
+        self,
+        work: Callable[[Transaction], T],
+        prepare: Prepare | None = None,
+    ) -> tuple[asyncio.Future[T], asyncio.Future[T]]:
+        """:meth:`submit`, with a first future that resolves with the unit's value as soon as
+        the batch's statements have run — while its commit is still being made durable — and
+        the second once it is durable (docs/decisions/0014). The caller may work on the value
+        meanwhile (the lease route signs its answer) but must show nobody anything of it before
+        the second resolves: if the commit fails, the second fails, and the value never was."""
+        early: asyncio.Future[T] = self._loop.create_future()
+        future: asyncio.Future[T] = self._loop.create_future()
+        self._queue.put((work, future, prepare, early))
+        self._last = future
+        return early, future
 
     def barrier(self) -> asyncio.Future[Any] | None:
         """The future of the newest unit if it is not yet durable: reads wait for it."""
@@ -135,7 +155,10 @@ class GroupCommitter:
                 self._join_late(batch)
                 if hooks is not None:
                     hooks.begin(tx)
-                results = [_run_work(tx, work) for work, _, _ in batch]
+                results = [_run_work(tx, work) for work, _, _, _ in batch]
+                if any(item[3] is not None for item in batch):
+                    tx.flush()  # the callers work on their answers during the commit alone
+                    self._loop.call_soon_threadsafe(_early, batch, results)
         except BaseException as error:  # any failure leaves the outcome unknown
             metrics.commit_done(len(batch), started, ok=False)
             self.failure = error
@@ -151,7 +174,7 @@ class GroupCommitter:
 
 
 def _prepare(batch: list[_Item]) -> None:
-    for _, _, prepare in batch:
+    for _, _, prepare, _ in batch:
         if prepare is not None:
             with contextlib.suppress(Exception):  # a cache stays cold; the unit meets it again
                 prepare()
@@ -166,11 +189,18 @@ def _run_work(tx: Transaction, work: Work) -> Any:
     return None
 
 
+def _early(batch: list[_Item], results: list[Any]) -> None:
+    for n, (_, _, _, early) in enumerate(batch):
+        if early is not None and not early.done():
+            early.set_result(results[n])
+
+
 def _resolve(batch: list[_Item], results: list[Any], error: BaseException | None) -> None:
-    for n, (_, future, _) in enumerate(batch):
-        if future.done():
-            continue
-        if error is None:
-            future.set_result(results[n])
-        else:
-            future.set_exception(StorageError(str(error)))
+    for n, (_, future, _, early) in enumerate(batch):
+        for one in (future, early):
+            if one is None or one.done():
+                continue
+            if error is None:
+                one.set_result(results[n])
+            else:
+                one.set_exception(StorageError(str(error)))

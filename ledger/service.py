@@ -4,9 +4,10 @@ No lease state lives in memory between transactions. Each call becomes a unit of
 group committer (``ledger/committer.py``) runs on its writer thread inside one storage write
 transaction with every other call queued since the last commit; the :class:`~ledger.decider.
 Decider` reads, decides, records and renders there, and the answer comes back here only once
-the transaction is durable. The rules that span resources or time are units of work too:
-blocking waits served first-come-first-served (rule 9), idempotent requestIds (rule 12), scopes
-and the dead-man switch (rule 13), and the sweeper that records expiries (rule 7).
+the transaction is durable (or, for :meth:`LeaseService.lease_early`, once decided, with the
+future that says when it is durable: 0014). The rules that span resources or time are units of
+work too: blocking waits served first-come-first-served (rule 9), idempotent requestIds (rule
+12), scopes and the dead-man switch (rule 13), and the sweeper that records expiries (rule 7).
 """
 
 from __future__ import annotations
@@ -112,18 +113,13 @@ class LeaseService:
     async def lease(self, call: LeaseCall) -> Answer:
         """Run one lease call; a call that may wait (rule 9) waits for its grant or its time."""
         decider, now = self.decider, self.clock()
-
-        def prepare() -> None:
-            decider.prepare(call)
-            self.storage.warm_lease(call.tenant, call.resource, call.holder, call.scope)
-
-        waits = call.op in ACQUIRING and (call.op == "wait" or call.wait_seconds is not None)
-        if not waits:
-            work = self.committer.submit(lambda _: decider.lease(call, now, None), prepare)
+        if not _waits(call):
+            work = self.committer.submit(lambda _: decider.lease(call, now, None), self._warm(call))
             return self._cite(await self.durable(work))
         waiter = Waiter(call, asyncio.get_running_loop().create_future())
         decider.local[waiter.waiter_id] = waiter  # before the unit: a grant may come at once
         try:
+            prepare = self._warm(call)
             work = self.committer.submit(lambda _: decider.lease(call, now, waiter), prepare)
             answer = await self.durable(work)
             if answer is None:
@@ -131,6 +127,34 @@ class LeaseService:
         finally:
             decider.local.pop(waiter.waiter_id, None)
         return self._cite(answer)
+
+    async def lease_early(self, call: LeaseCall) -> tuple[Answer, asyncio.Future[Any] | None]:
+        """:meth:`lease`, answered as soon as the call's batch has been decided — before it is
+        durable — with the future that says when it is (docs/decisions/0014). The caller may
+        prepare its reply meanwhile but must send nothing before :meth:`durable` of that future
+        returns (it raises :class:`StorageUnavailable` if the commit failed: the answer never
+        was). A call that waits, or an answer that cites an earlier entry, comes back durable
+        (the future None)."""
+        if _waits(call):
+            return await self.lease(call), None
+        decider, now = self.decider, self.clock()
+        early, durable = self.committer.submit_early(
+            lambda _: decider.lease(call, now, None), self._warm(call)
+        )
+        answer: Answer = await self.durable(early)
+        if answer.cite or answer.data.get("replayed"):
+            await self.durable(durable)
+            return self._cite(answer), None
+        return answer, durable
+
+    def _warm(self, call: LeaseCall) -> Callable[[], None]:
+        decider, storage = self.decider, self.storage
+
+        def prepare() -> None:
+            decider.prepare(call)
+            storage.warm_lease(call.tenant, call.resource, call.holder, call.scope)
+
+        return prepare
 
     def _cite(self, answer: Answer) -> Answer:
         """A replayed answer, or a grant another process made for a waiter, carries the
@@ -228,6 +252,11 @@ class LeaseService:
     def _sweep_work(self, now: int) -> Callable[[Transaction], None]:
         decider, horizon = self.decider, self.limits.idempotency_seconds * 1000
         return lambda _: sweeper.sweep(decider, now, horizon)
+
+
+def _waits(call: LeaseCall) -> bool:
+    """Whether the call may wait for its grant (rule 9)."""
+    return call.op in ACQUIRING and (call.op == "wait" or call.wait_seconds is not None)
 
 
 def _retrieve(future: asyncio.Future[None]) -> None:

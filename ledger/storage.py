@@ -81,6 +81,12 @@ class Transaction(Protocol):
         """Apply one change (``ledger/changes.py``); append-only tables refuse rewrites."""
         ...
 
+    def flush(self) -> None:
+        """Write whatever the transaction holds back (the commit would), so that what is left
+        is the commit itself: the committer calls it before it shows a batch's results to
+        their callers early (docs/decisions/0014)."""
+        ...
+
     def tree_size(self) -> int: ...
 
     def node(self, level: int, index: int) -> bytes:

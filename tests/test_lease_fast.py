@@ -98,7 +98,8 @@ def test_an_unhandled_error_is_answered_and_signed_the_same(
         async def broken(call: Any) -> Any:
             raise RuntimeError("boom")
 
-        monkeypatch.setattr(service, "lease", broken)
+        for name in ("lease", "lease_early"):  # the route's calls, waiting or not
+            monkeypatch.setattr(service, name, broken)
     body = json.dumps({"resource": rid(), "holder": "a"}).encode()
     fast, slow = (c.post("/api/v1/lease/acquire", content=body) for c in clients)
     assert fast.status_code == 500 and comparable(fast) == comparable(slow)
@@ -182,7 +183,8 @@ def test_a_crash_is_raised_counted_and_logged_as_the_middleware_did(
         async def broken(call: Any) -> Any:
             raise RuntimeError("boom")
 
-        monkeypatch.setattr(app.state.runtime.service, "lease", broken)
+        for name in ("lease", "lease_early"):
+            monkeypatch.setattr(app.state.runtime.service, name, broken)
         before = server_errors(client, route, "500")
         body = json.dumps({"resource": rid(), "holder": "a"}).encode()
         answer = client.post("/api/v1/lease/acquire", content=body)
@@ -190,6 +192,7 @@ def test_a_crash_is_raised_counted_and_logged_as_the_middleware_did(
         assert server_errors(client, route, "500") == before + 1
     assert ("/api/v1/lease/acquire", 500) in lines
     with TestClient(app, raise_server_exceptions=True) as client:
-        monkeypatch.setattr(app.state.runtime.service, "lease", broken)
+        for name in ("lease", "lease_early"):
+            monkeypatch.setattr(app.state.runtime.service, name, broken)
         with pytest.raises(RuntimeError, match="boom"):
             client.post("/api/v1/lease/acquire", content=body)

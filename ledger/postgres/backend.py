@@ -74,6 +74,9 @@ class PostgresTransaction:
     def _names(self) -> NameCodec:
         return needs_names(self._names_or_none)
 
+    def flush(self) -> None:
+        """Nothing is held back: every change was sent as it was applied."""
+
     def apply(self, change: Change) -> None:
         store.apply(self.conn, self._names, change)
 
