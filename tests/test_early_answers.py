@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -56,23 +56,32 @@ def acquire(resource: str) -> LeaseCall:
     return LeaseCall(op="acquire", tenant="t", resource=resource, holder="w")
 
 
+@asynccontextmanager
+async def running(root: Path) -> AsyncIterator[tuple[Storage, LeaseService]]:
+    """A started service on a real SQLite ledger in ``root``, stopped and closed after."""
+    storage = open_storage(root, names=NAMES)
+    service = LeaseService(storage, SECRET)
+    await service.start()
+    try:
+        yield storage, service
+    finally:
+        await service.stop()
+        storage.close()
+
+
 def test_the_answer_comes_before_the_commit_and_is_durable_after(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def scenario() -> None:
-        storage = open_storage(tmp_path, names=NAMES)
-        service = LeaseService(storage, SECRET)
-        await service.start()
-        held = HeldCommit(storage, monkeypatch)
-        answer, durable = await service.lease_early(acquire("a"))
-        assert answer.data["fencingToken"] == 1 and durable is not None
-        assert held.reached.is_set() and not durable.done()
-        assert storage.tree_size() == 0  # decided, not yet in the ledger for anyone else
-        held.release.set()
-        assert await service.durable(durable) is answer
-        assert storage.tree_size() == 1
-        await service.stop()
-        storage.close()
+        async with running(tmp_path) as (storage, service):
+            held = HeldCommit(storage, monkeypatch)
+            answer, durable = await service.lease_early(acquire("a"))
+            assert answer.data["fencingToken"] == 1 and durable is not None
+            assert held.reached.is_set() and not durable.done()
+            assert storage.tree_size() == 0  # decided, not yet in the ledger for anyone else
+            held.release.set()
+            assert await service.durable(durable) is answer
+            assert storage.tree_size() == 1
 
     asyncio.run(scenario())
 
@@ -81,46 +90,40 @@ def test_an_answer_whose_commit_fails_never_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def scenario() -> None:
-        storage = open_storage(tmp_path, names=NAMES)
-        service = LeaseService(storage, SECRET)
-        await service.start()
-        held = HeldCommit(storage, monkeypatch)
-        held.fail = True
-        answer, durable = await service.lease_early(acquire("a"))
-        assert answer.data["ledger"]["logIndex"] == 0
-        held.release.set()
-        with pytest.raises(StorageUnavailable):
-            await service.durable(durable)
-        assert storage.tree_size() == 0
-        for _ in range(100):  # the next commit succeeds: the service is healthy again
-            again, durable = await service.lease_early(acquire("a"))
-            await service.durable(durable)
-            if service.healthy:
-                break
-        assert again.data["ledger"]["logIndex"] == 0  # the failed answer left no gap
-        assert again.data["fencingToken"] == 1  # and its token was never handed out
-        await service.stop()
-        storage.close()
+        async with running(tmp_path) as (storage, service):
+            held = HeldCommit(storage, monkeypatch)
+            held.fail = True
+            answer, durable = await service.lease_early(acquire("a"))
+            assert answer.data["ledger"]["logIndex"] == 0
+            held.release.set()
+            with pytest.raises(StorageUnavailable):
+                await service.durable(durable)
+            assert storage.tree_size() == 0
+            for _ in range(100):  # the next commit succeeds: the service is healthy again
+                again, durable = await service.lease_early(acquire("a"))
+                await service.durable(durable)
+                if service.healthy:
+                    break
+            assert again.data["ledger"]["logIndex"] == 0  # the failed answer left no gap
+            assert again.data["fencingToken"] == 1  # and its token was never handed out
 
     asyncio.run(scenario())
 
 
 def test_a_waiting_call_or_a_replay_comes_back_durable(tmp_path: Path) -> None:
     async def scenario() -> None:
-        storage = open_storage(tmp_path, names=NAMES)
-        service = LeaseService(storage, SECRET)
-        await service.start()
-        call = LeaseCall(op="acquire", tenant="t", resource="r", holder="w", request_id="q")
-        first, durable = await service.lease_early(call)
-        assert durable is not None and first.data["fencingToken"] == 1
-        await service.durable(durable)
-        replay, durable = await service.lease_early(call)
-        assert durable is None and replay.data.get("replayed") and replay.entry is not None
-        waiting = LeaseCall(op="acquire", tenant="t", resource="s", holder="w", wait_seconds=1)
-        granted, durable = await service.lease_early(waiting)
-        assert durable is None and granted.data["fencingToken"] == 1
-        await service.stop()
-        storage.close()
+        async with running(tmp_path) as (storage, service):
+            call = LeaseCall(op="acquire", tenant="t", resource="r", holder="w", request_id="q")
+            first, durable = await service.lease_early(call)
+            assert durable is not None and first.data["fencingToken"] == 1
+            await service.durable(durable)
+            replay, durable = await service.lease_early(call)
+            assert durable is None and replay.data.get("replayed") and replay.entry is not None
+            assert storage.tree_size() == 1  # the replay appended nothing
+            waiting = LeaseCall(op="acquire", tenant="t", resource="s", holder="w", wait_seconds=1)
+            granted, durable = await service.lease_early(waiting)
+            assert durable is None and granted.data["fencingToken"] == 1
+            assert storage.tree_size() == 2  # and the grant it waited for is durable
 
     asyncio.run(scenario())
 
