@@ -141,6 +141,7 @@ class LeaseService:
         early, durable = self.committer.submit_early(
             lambda _: decider.lease(call, now, None), self._warm(call)
         )
+        durable.add_done_callback(_retrieve)  # a batch that failed early fails both: one raises
         answer: Answer = await self.durable(early)
         if answer.cite or answer.data.get("replayed"):
             await self.durable(durable)
@@ -259,7 +260,7 @@ def _waits(call: LeaseCall) -> bool:
     return call.op in ACQUIRING and (call.op == "wait" or call.wait_seconds is not None)
 
 
-def _retrieve(future: asyncio.Future[None]) -> None:
+def _retrieve(future: asyncio.Future[Any]) -> None:
     """An unattended unit's failure is reported by :attr:`LeaseService.healthy`."""
     if not future.cancelled():
         future.exception()

@@ -77,7 +77,8 @@ def test_the_answer_comes_before_the_commit_and_is_durable_after(
             held = HeldCommit(storage, monkeypatch)
             answer, durable = await service.lease_early(acquire("a"))
             assert answer.data["fencingToken"] == 1 and durable is not None
-            assert held.reached.is_set() and not durable.done()
+            assert await asyncio.to_thread(held.reached.wait, 10)  # the commit is held back
+            assert not durable.done()
             assert storage.tree_size() == 0  # decided, not yet in the ledger for anyone else
             held.release.set()
             assert await service.durable(durable) is answer
