@@ -129,16 +129,31 @@ def test_a_waiting_call_or_a_replay_comes_back_durable(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
-def _spy_signing(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    signed: list[int] = []
-    real = Issuer.issue_json
+def _spy_signing(monkeypatch: pytest.MonkeyPatch, service: LeaseService) -> threading.Event:
+    """Set once the route, having signed its answer, waits for that answer's commit while it
+    is not yet durable."""
+    signed, waiting = threading.Event(), threading.Event()
+    pending: list[asyncio.Future[Any]] = []
+    sign, early, durable = Issuer.issue_json, service.lease_early, service.durable
 
-    def counting(self: Issuer, *args: Any) -> Any:
-        signed.append(1)
-        return real(self, *args)
+    def signing(self: Issuer, *args: Any) -> Any:
+        signed.set()
+        return sign(self, *args)
 
-    monkeypatch.setattr(Issuer, "issue_json", counting)
-    return signed
+    async def answering(call: LeaseCall) -> Any:
+        answer, future = await early(call)
+        pending.extend([] if future is None else [future])
+        return answer, future
+
+    async def awaiting(future: asyncio.Future[Any] | None) -> Any:
+        if future in pending and not future.done() and signed.is_set():
+            waiting.set()
+        return await durable(future)
+
+    monkeypatch.setattr(Issuer, "issue_json", signing)
+    monkeypatch.setattr(service, "lease_early", answering)
+    monkeypatch.setattr(service, "durable", awaiting)
+    return waiting
 
 
 @pytest.mark.parametrize("fail", [False, True])
@@ -148,8 +163,9 @@ def test_the_route_signs_during_the_commit_and_sends_only_after_it(
     settings = Settings(data_dir=tmp_path / "data", keys_dir=tmp_path / "keys", sweep_interval=60)
     app = create_app(settings, lambda: T0)
     with TestClient(app, raise_server_exceptions=False) as client:
-        storage = app.state.runtime.service.storage
-        signed = _spy_signing(monkeypatch)
+        service = app.state.runtime.service
+        storage = service.storage
+        signed_and_waiting = _spy_signing(monkeypatch, service)
         held = HeldCommit(storage, monkeypatch)
         held.fail = fail
         answers: list[Any] = []
@@ -158,15 +174,9 @@ def test_the_route_signs_during_the_commit_and_sends_only_after_it(
             target=lambda: answers.append(client.post("/api/v1/lease/acquire", content=body))
         )
         caller.start()
-        try:
-            assert held.reached.wait(10)
-            for _ in range(200):  # the answer is signed while the commit is held ...
-                if signed:
-                    break
-                caller.join(0.01)
-            assert signed and caller.is_alive() and not answers  # ... and not sent
-            caller.join(0.2)
-            assert caller.is_alive() and not answers
+        try:  # signed while the commit is held, then waiting for it: nothing sent yet
+            assert signed_and_waiting.wait(10)
+            assert not held.release.is_set() and not answers
         finally:
             held.release.set()  # (a failed check must not leave the writer held)
             caller.join(10)
