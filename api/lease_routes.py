@@ -19,7 +19,7 @@ from api.settings import Settings
 from api.tenancy import ANONYMOUS, mint_namespace
 from ledger.calls import Answer, LeaseCall, Limits
 from ledger.leases import Outcome
-from ledger.ops import CallRefused, Op, check_call
+from ledger.ops import CallRefused, Op, check_call, may_wait
 
 DISCONNECT_POLL_SECONDS = 0.25
 CONFLICTS = frozenset(
@@ -86,7 +86,7 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     tenant = caller_tenant(request, body.namespace, body.tenant_id, cleanup, runtime)
     call = _call(body, op, tenant, service.limits)
     durable = None
-    if op == Op.WAIT or call.wait_seconds is not None:
+    if may_wait(call):
         answer = await _unless_disconnected(request, service.lease(call))
     else:  # signed while its batch's commit is made durable, sent only once it is (0014)
         answer, durable = await service.lease_early(call)

@@ -31,6 +31,12 @@ IDEMPOTENT = frozenset(Op) - {Op.GET}
 """Ops whose requestId is remembered (rule 12)."""
 
 
+def may_wait(call: LeaseCall) -> bool:
+    """Whether ``call`` may wait for its grant (rule 9): ``wait``, or an acquire that names
+    ``waitSeconds``. The service answers any other call once its batch is decided."""
+    return call.op in ACQUIRING and (call.op == Op.WAIT or call.wait_seconds is not None)
+
+
 class CallRefused(ValueError):
     """A lease call that breaks a per-op rule: ``code`` and ``field`` in tenure's words."""
 

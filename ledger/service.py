@@ -26,7 +26,7 @@ from ledger.committer import GroupCommitter
 from ledger.decider import Decider
 from ledger.entries import b64, iso, pseudonyms_of
 from ledger.merkle import root_at
-from ledger.ops import ACQUIRING
+from ledger.ops import may_wait
 from ledger.storage import Storage, StorageError, Transaction
 from ledger.waiting import Waiter
 
@@ -113,7 +113,7 @@ class LeaseService:
     async def lease(self, call: LeaseCall) -> Answer:
         """Run one lease call; a call that may wait (rule 9) waits for its grant or its time."""
         decider, now = self.decider, self.clock()
-        if not _waits(call):
+        if not may_wait(call):
             work = self.committer.submit(lambda _: decider.lease(call, now, None), self._warm(call))
             return self._cite(await self.durable(work))
         waiter = Waiter(call, asyncio.get_running_loop().create_future())
@@ -135,7 +135,7 @@ class LeaseService:
         returns (it raises :class:`StorageUnavailable` if the commit failed: the answer never
         was). A call that waits, or an answer that cites an earlier entry, comes back durable
         (the future None)."""
-        if _waits(call):
+        if may_wait(call):
             return await self.lease(call), None
         decider, now = self.decider, self.clock()
         early, durable = self.committer.submit_early(
@@ -253,11 +253,6 @@ class LeaseService:
     def _sweep_work(self, now: int) -> Callable[[Transaction], None]:
         decider, horizon = self.decider, self.limits.idempotency_seconds * 1000
         return lambda _: sweeper.sweep(decider, now, horizon)
-
-
-def _waits(call: LeaseCall) -> bool:
-    """Whether the call may wait for its grant (rule 9)."""
-    return call.op in ACQUIRING and (call.op == "wait" or call.wait_seconds is not None)
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:
