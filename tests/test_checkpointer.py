@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from prometheus_client import REGISTRY
 
 from ledger.sqlite.backend import SQLiteStorage
@@ -88,6 +89,23 @@ def test_the_writers_lock_is_taken_only_to_start_a_long_wal_over(tmp_path: Path)
     before = _wal_size(path)
     _commit(writer)
     assert _wal_size(path) == before  # written from its start again
+
+
+def test_a_restart_is_timed_for_the_metrics_once_the_writers_may_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, writer = _ledger(tmp_path)
+    for _ in range(5):
+        _commit(writer)
+    lock, observed = Recorded(), []
+
+    def checkpointed(mode: str, seconds: float) -> None:
+        observed.append((mode, seconds > 0, lock.lock.locked()))
+
+    monkeypatch.setattr("ledger.sqlite.checkpointer.metrics.sqlite_checkpointed", checkpointed)
+    Checkpointer(path, lock.held, restart_frames=1).run_once()
+    assert lock.taken == 1
+    assert observed == [("passive", True, False), ("restart", True, False)]
 
 
 def test_a_reader_holding_an_old_snapshot_is_not_waited_for(tmp_path: Path) -> None:

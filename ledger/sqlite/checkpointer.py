@@ -72,10 +72,12 @@ class Checkpointer:
         is long. Returns the last one's (frames in the WAL, frames copied, busy: a reader still
         needed frames or another process's checkpoint was running, so the WAL was not started
         over; frames and copied are -1 when it could not even begin)."""
-        frames, copied, busy = self._checkpoint("PASSIVE")
+        (frames, copied, busy), took = self._checkpoint("PASSIVE")
+        metrics.sqlite_checkpointed("passive", took)
         if frames >= self._restart_frames:
             with self._exclusive():
-                frames, copied, busy = self._checkpoint("RESTART")
+                (frames, copied, busy), took = self._checkpoint("RESTART")
+            metrics.sqlite_checkpointed("restart", took)  # once the writers may go on
         return frames, copied, busy
 
     def start(self) -> None:
@@ -90,11 +92,11 @@ class Checkpointer:
             self._thread.join()
         self._conn.close()
 
-    def _checkpoint(self, mode: str) -> tuple[int, int, bool]:
+    def _checkpoint(self, mode: str) -> tuple[tuple[int, int, bool], float]:
+        """A checkpoint of ``mode``: (frames, copied, busy) and the seconds it took."""
         started = time.perf_counter()
         busy, frames, copied = self._conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
-        metrics.sqlite_checkpointed(mode.lower(), time.perf_counter() - started)
-        return int(frames), int(copied), bool(busy)
+        return (int(frames), int(copied), bool(busy)), time.perf_counter() - started
 
     def _run(self) -> None:
         while not self._stop.wait(self._every):
