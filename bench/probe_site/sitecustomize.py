@@ -1,5 +1,6 @@
-"""Loaded by every process of ``bench/sequencer_probe.py``'s ``tenure serve`` (its PYTHONPATH):
-lease calls go to the probe's sequencer. Nothing else imports this."""
+"""Loaded by every process of a probe's ``tenure serve`` (its PYTHONPATH): ``bench/
+sequencer_probe.py``'s sends lease calls to its sequencer, ``bench/answer_probe.py``'s answers
+grants at the cost native code would leave. Nothing else imports this."""
 
 import os
 
@@ -7,3 +8,8 @@ if os.environ.get("TENURE_PROBE_SOCKET"):
     import sequencer_probe
 
     sequencer_probe.hook_workers()
+
+if os.environ.get("TENURE_PROBE_ANSWER"):
+    import answer_probe
+
+    answer_probe.hook_workers()
