@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.calls import LeaseCall, Limits
+from ledger.calls import LeaseCall, Limits, StorageUnavailable
 from ledger.leases import Resource
 from ledger.service import LeaseService
 from ledger.sqlite.schema import DB_NAME, SCHEMA_VERSION
@@ -147,3 +147,31 @@ def test_a_row_missing_what_its_kind_needs_is_refused(tmp_path: Path, row: str) 
     open_storage(tmp_path, names=NAMES).close()
     with sqlite3.connect(tmp_path / DB_NAME) as conn, pytest.raises(sqlite3.IntegrityError):
         conn.execute(f"INSERT INTO state VALUES {row}")
+
+
+def test_a_lease_without_its_resource_row_is_refused_in_words_not_a_key(tmp_path: Path) -> None:
+    """A damaged ledger (a lease row whose resource row is gone, so its highest fencing token
+    is too) fails the calls on that resource with a StorageError saying so — 503 ``unknown``
+    at the edge — never a KeyError naming the tenant and resource (it did), nor a guessed
+    token."""
+    call = LeaseCall(op="acquire", tenant="t", resource="orphan", holder="w")
+
+    async def scenario() -> None:
+        storage = open_storage(tmp_path, names=NAMES)
+        service = LeaseService(storage, SECRET, clock=lambda: START)
+        await service.start()
+        try:
+            assert (await service.lease(call)).data["fencingToken"] == 1
+            with sqlite3.connect(tmp_path / DB_NAME) as conn:
+                assert conn.execute("DELETE FROM state WHERE token = 0").rowcount == 1
+            with pytest.raises(StorageUnavailable) as refused:
+                await service.lease(call)
+            assert "a lease has no row for its resource" in str(refused.value)
+            assert "b'" not in str(refused.value) and "\\\\x" not in str(refused.value)
+            other = LeaseCall(op="acquire", tenant="t", resource="other", holder="w")
+            assert (await service.lease(other)).data["fencingToken"] == 1  # the rest goes on
+        finally:
+            await service.stop()
+            storage.close()
+
+    asyncio.run(scenario())

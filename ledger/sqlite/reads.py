@@ -15,6 +15,7 @@ from ledger.storage import (
     CheckpointRecord,
     KeyRecord,
     RequestRecord,
+    StorageError,
     WaiterRecord,
 )
 
@@ -133,14 +134,24 @@ def _decode(
     found: dict[tuple[str, str], Resource],
     state: Iterable[Any],
 ) -> None:
-    """Rows of :data:`_STATE`, each resource's first (``token`` 0), into ``found``."""
+    """Rows of :data:`_STATE`, each resource's first (``token`` 0), into ``found``. A lease
+    with no resource row before it is a damaged ledger (its resource's highest fencing token is
+    gone): :class:`StorageError`, never a guess."""
     for t, n, token, sealed, *resource, owner, expires, lease_id in state:
         key = wanted[(bytes(t), bytes(n))]
         if token == 0:
             found[key] = rows.resource_row(names, *key, (t, n, *resource))
-        else:
-            lease = (t, n, sealed, token, owner, expires, lease_id)
-            found[key].leases.append(rows.lease_row(names, lease))
+            continue
+        held = found.get(key)
+        if held is None:
+            raise StorageError(DAMAGED)
+        held.leases.append(rows.lease_row(names, (t, n, sealed, token, owner, expires, lease_id)))
+
+
+DAMAGED = (
+    "the ledger's state is damaged: a lease has no row for its resource, so the resource's"
+    " highest fencing token is unknown"
+)
 
 
 def ended_lifecycles(
