@@ -167,7 +167,7 @@ def test_a_lease_without_its_resource_row_is_refused_in_words_not_a_key(tmp_path
             with pytest.raises(StorageUnavailable) as refused:
                 await service.lease(call)
             assert "a lease has no row for its resource" in str(refused.value)
-            assert "b'" not in str(refused.value) and "\\\\x" not in str(refused.value)
+            assert "orphan" not in str(refused.value)  # the names once leaked here
             other = LeaseCall(op="acquire", tenant="t", resource="other", holder="w")
             assert (await service.lease(other)).data["fencingToken"] == 1  # the rest goes on
         finally:
