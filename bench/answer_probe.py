@@ -16,7 +16,8 @@ skipped. With ``--conservative`` the probe also pays base58 in Python and three 
 encodings of the answer's data: more than native code would.
 
 Each run is driven and printed by ``bench/vs_etcd.py``'s own ``wrk`` and ``show``: rate, p99,
-server CPU per request, the machine's idle share and the ledger lock's figures.
+server CPU per request, the machine's idle share and — for the probe's runs too — the ledger
+lock's figures.
 
     .venv/bin/python bench/answer_probe.py [--duration 10] [--rounds 5] [--conservative]
 """
@@ -90,7 +91,7 @@ def main() -> int:
             try:
                 with tempfile.TemporaryDirectory() as tmp, tenure(Path(tmp), []) as served:
                     url, key, pid = served
-                    show(wrk(name, url, _LUA_TENURE, args, {"KEY": key}, pid))
+                    show(wrk(name, url, _LUA_TENURE, args, {"KEY": key}, pid, lock=True))
             finally:
                 for variable in env:
                     os.environ.pop(variable, None)

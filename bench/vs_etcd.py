@@ -192,16 +192,23 @@ def _running(cmd: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
 
 
 def wrk(
-    name: str, url: str, lua: str, args: argparse.Namespace, env: dict[str, str], *pids: int
+    name: str,
+    url: str,
+    lua: str,
+    args: argparse.Namespace,
+    env: dict[str, str],
+    *pids: int,
+    lock: bool | None = None,
 ) -> Figures:
     """Drive ``url`` with ``lua``'s requests; the figures, with the CPU the server's processes
-    ``pids`` (each with its children) spent. A ``tenure`` run adds its ledger lock's figures."""
+    ``pids`` (each with its children) spent. A run with ``lock`` (by default a ``tenure`` run)
+    adds the ledger lock's figures from the server's ``/metrics``."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(lua)
     threads = str(min(args.threads, args.connections))
     cmd = ["wrk", "-t", threads, "-c", str(args.connections), "-d", f"{args.duration}s"]
     cmd += ["--latency", "-s", script.name, url]
-    samples = scrape(url) if name == "tenure" else {}
+    samples = scrape(url) if (name == "tenure" if lock is None else lock) else {}
     try:
         before = _cpu(pids)
         with machine_split() as split:
