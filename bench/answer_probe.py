@@ -51,22 +51,29 @@ def hook_workers() -> None:
     conservative = os.environ.get(MODE_ENV) == "conservative"
     first: list[bytes] = []
 
-    def respond(request: Any, data: dict[str, Any], status: int, *rest: Any) -> Any:
-        if status != 201 or len(rest) < 5 or not first:  # the lease route passes every argument
-            response = real(request, data, status, *rest)
-            if status == 201 and len(rest) >= 5:
+    def respond(
+        request: Any,
+        data: dict[str, Any],
+        status: int,
+        headers: dict[str, str] | None = None,
+        *rest: Any,
+    ) -> Any:
+        body = rest[1] if len(rest) > 1 else None  # (cited, body, suite, document)
+        if status != 201 or body is None or not first:  # a grant of the lease route: it has a body
+            response = real(request, data, status, headers, *rest)
+            if status == 201 and body is not None:
                 first.append(bytes(response.body))
             return response
-        envelope, body = first[0], rest[2]
+        envelope = first[0]
         message = hashlib.sha256(envelope[:300]).digest() + hashlib.sha256(envelope).digest()
         signature = request.app.state.issuer.signer.sign_bytes(message)
-        for part in (body or b"", envelope[:600], envelope[:500]):
+        for part in (body, envelope[:600], envelope[:500]):
             hashlib.sha256(part).digest()
         if conservative:
             multibase_encode(signature)
             for _ in range(3):
                 encode_plain(data)
-        return responses.answer_response(envelope, status, rest[0])
+        return responses.answer_response(envelope, status, headers)
 
     setattr(responses, "respond", respond)  # noqa: B010 (the routes import it afterwards)
 
