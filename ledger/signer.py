@@ -98,11 +98,7 @@ class Signer:
         if "proof" in unsecured:
             raise ValueError("the document already has a proof; proof sets are not supported")
         config = proof_config(unsecured, JCS_SUITE, self.verification_method, created)
-        context = config["@context"]
-        key = tuple(context)
-        template = self._templates.get(key)
-        if template is None:
-            template = self._templates[key] = self._template(context)
+        template = self.jcs_template(config["@context"])
         stamp = self.stamp_bytes(created)
         config_hash = hashlib.sha256(template[0] + stamp + template[1]).digest()
         document_hash = hashlib.sha256(canonical).digest()
@@ -110,6 +106,17 @@ class Signer:
         config["proofValue"] = value
         text = template[2] + stamp + template[3] + value.encode("ascii") + template[4]
         return {**unsecured, "proof": config}, text
+
+    def jcs_template(self, context: list[str]) -> _Template:
+        """What :meth:`sign_jcs_text` splices for a document whose ``@context`` is ``context``
+        (made once per context): the proof configuration's RFC 8785 bytes before and after
+        ``created``, then the proof's before ``created``, between it and the ``proofValue``'s
+        characters, and after them."""
+        key = tuple(context)
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = self._template(context)
+        return template
 
     def sign_bytes(self, message: bytes) -> bytes:
         """The Ed25519 signature of ``message`` (libsodium's where installed; the same bytes)."""

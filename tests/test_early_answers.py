@@ -134,11 +134,14 @@ def _spy_signing(monkeypatch: pytest.MonkeyPatch, service: LeaseService) -> thre
     is not yet durable."""
     signed, waiting = threading.Event(), threading.Event()
     pending: list[asyncio.Future[Any]] = []
-    sign, early, durable = Issuer.issue_json, service.lease_early, service.durable
+    early, durable = service.lease_early, service.durable
 
-    def signing(self: Issuer, *args: Any) -> Any:
-        signed.set()
-        return sign(self, *args)
+    def spy(sign: Any) -> Any:  # natively (Issuer.envelope) or in Python (issue_json)
+        def signing(self: Issuer, *args: Any) -> Any:
+            signed.set()
+            return sign(self, *args)
+
+        return signing
 
     async def answering(call: LeaseCall) -> Any:
         answer, future = await early(call)
@@ -150,7 +153,8 @@ def _spy_signing(monkeypatch: pytest.MonkeyPatch, service: LeaseService) -> thre
             waiting.set()
         return await durable(future)
 
-    monkeypatch.setattr(Issuer, "issue_json", signing)
+    monkeypatch.setattr(Issuer, "envelope", spy(Issuer.envelope))
+    monkeypatch.setattr(Issuer, "issue_json", spy(Issuer.issue_json))
     monkeypatch.setattr(service, "lease_early", answering)
     monkeypatch.setattr(service, "durable", awaiting)
     return waiting
