@@ -42,7 +42,13 @@ MODE_ENV = "TENURE_PROBE_ANSWER"
 
 def hook_workers() -> None:
     """In a probe server's process (``bench/probe_site/sitecustomize.py``): replace
-    ``api.responses.respond`` before the routes import it."""
+    ``api.responses.respond`` before the routes import it — or, for ``--python``, turn the
+    native answer path off before the issuer is made."""
+    if os.environ.get(MODE_ENV) == "python":
+        from ledger import provenance
+
+        provenance.HAVE_NATIVE = False
+        return
     from api import responses
     from verify.jcs import encode_plain
     from verify.multikey import multibase_encode
@@ -85,11 +91,14 @@ def main() -> int:
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--conservative", action="store_true", help="base58 and encodings too")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--conservative", action="store_true", help="base58 and encodings too")
+    mode.add_argument("--python", action="store_true", help="the probe: no native answers")
     args = parser.parse_args()
     args.threads = 2  # vs_etcd.wrk's
+    chosen = "python" if args.python else "conservative" if args.conservative else "ceiling"
     probe = {
-        MODE_ENV: "conservative" if args.conservative else "ceiling",
+        MODE_ENV: chosen,
         "PYTHONPATH": f"{ROOT / 'bench' / 'probe_site'}{os.pathsep}{ROOT / 'bench'}",
     }
     for _ in range(args.rounds):

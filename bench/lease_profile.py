@@ -11,7 +11,7 @@ printed; the driver itself is a few µs per request. The profile is timed by ``t
 waits and other processes on a shared machine do not inflate it.
 
     .venv/bin/python bench/lease_profile.py [--events 4000] [--concurrency 64] [--fresh]
-                                            [--profile out.prof]
+                                            [--profile out.prof] [--python-answers]
     .venv/bin/python -m pstats out.prof   # then: sort cumulative / stats 40
 """
 
@@ -152,7 +152,16 @@ def main() -> int:
     parser.add_argument(
         "--fresh", action="store_true", help="acquire new resources under an API key, no release"
     )
+    parser.add_argument(
+        "--python-answers",
+        action="store_true",
+        help="answers written by the Python path, not ledger._native (for A/B counts)",
+    )
     args = parser.parse_args()
+    if args.python_answers:
+        from ledger import provenance
+
+        provenance.HAVE_NATIVE = False
     asyncio.run(drive(args.events, args.concurrency, args.profile, args.fresh))
     return 0
 
