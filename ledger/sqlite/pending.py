@@ -40,11 +40,21 @@ MAX_ROWS = 64
 _ENTRIES = "INSERT INTO entries(idx, leaf) VALUES "
 _NODES = "INSERT INTO tree_nodes(level, idx, hash) VALUES "
 _RESOURCES = (
-    "INSERT OR REPLACE INTO state(tenant, name, sealed, capacity, max_token, lifecycle_end,"
+    "INSERT INTO state(tenant, name, sealed, capacity, max_token, lifecycle_end,"
     " fingerprint, result, completed_at, completed_fingerprint, token) VALUES "
 )
 """A resource's row of ``state`` (docs/decisions/0013): :func:`ledger.sealing.put_resource`'s
-columns and ``token`` 0."""
+columns and ``token`` 0 — with :data:`_RESOURCE_UPDATE` after the values."""
+_RESOURCE_UPDATE = (
+    " ON CONFLICT(tenant, name, token) DO UPDATE SET sealed = excluded.sealed,"
+    " capacity = excluded.capacity, max_token = excluded.max_token,"
+    " lifecycle_end = excluded.lifecycle_end, fingerprint = excluded.fingerprint,"
+    " result = excluded.result, completed_at = excluded.completed_at,"
+    " completed_fingerprint = excluded.completed_fingerprint"
+)
+"""A resource's row changes where it is (docs/decisions/0016): every column it sets, set again;
+its lease columns are NULL either way. ``INSERT OR REPLACE`` would delete it and append it anew
+at the end of the rowid table, its key moved in every index."""
 _LEASES = (
     "INSERT INTO state(tenant, name, token, sealed, owner_digest, expires_at, scope, lease_id)"
     " VALUES "
@@ -103,7 +113,7 @@ class PendingWrites:
         if self.nodes:
             insert_rows(conn, _NODES, self.nodes)
         if self.resources:
-            insert_rows(conn, _RESOURCES, list(self.resources.values()))
+            insert_rows(conn, _RESOURCES, list(self.resources.values()), _RESOURCE_UPDATE)
         if self.leases:
             insert_rows(conn, _LEASES, self.leases)
         if self.expiries:
@@ -113,12 +123,13 @@ class PendingWrites:
         self.clear()
 
 
-def insert_rows(conn: sqlite3.Connection, head: str, rows: Sequence[Row]) -> None:
-    """``head`` (``INSERT … VALUES ``) for every row, up to :data:`MAX_ROWS` per statement."""
+def insert_rows(conn: sqlite3.Connection, head: str, rows: Sequence[Row], tail: str = "") -> None:
+    """``head`` (``INSERT … VALUES ``) for every row, up to :data:`MAX_ROWS` per statement, each
+    statement ending in ``tail`` (an upsert's clause)."""
     width = len(rows[0])
     for start, count in chunks(len(rows)):
         params = list(chain.from_iterable(rows[start : start + count]))
-        conn.execute(statement(head, width, count), params)
+        conn.execute(statement(head, width, count, tail), params)
 
 
 def chunks(total: int) -> Iterator[tuple[int, int]]:
@@ -131,10 +142,11 @@ def chunks(total: int) -> Iterator[tuple[int, int]]:
 
 
 @lru_cache(maxsize=64)
-def statement(head: str, width: int, count: int) -> str:
-    """``head`` and :func:`values`, the same string object every time: the driver's statement
-    cache hashes a new string (~1-3 KB here) on every execution, a remembered one once."""
-    return head + values(width, count)
+def statement(head: str, width: int, count: int, tail: str = "") -> str:
+    """``head``, :func:`values` and ``tail``, the same string object every time: the driver's
+    statement cache hashes a new string (~1-3 KB here) on every execution, a remembered one
+    once."""
+    return head + values(width, count) + tail
 
 
 @lru_cache(maxsize=64)
@@ -150,7 +162,7 @@ def marks(count: int) -> str:
     return ", ".join("?" * count)
 
 
-RESOURCE_ROW = _RESOURCES + values(11, 1)
+RESOURCE_ROW = _RESOURCES + values(11, 1) + _RESOURCE_UPDATE
 """One resource row (``ledger/sqlite/store.py``'s single changes)."""
 LEASE_ROW = _LEASES + values(8, 1)
 """One lease row."""

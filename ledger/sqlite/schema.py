@@ -4,7 +4,8 @@ Each step runs in its own transaction and is recorded in ``PRAGMA user_version``
 the names of the state tables (docs/decisions/0010): it reads every clear row, recreates the
 tables with digests and sealed columns, and writes the rows back through the same translation
 as every later change (``ledger/sqlite/store.py``); then the WAL is emptied and the file rebuilt.
-Step 4 keeps resources and their leases in one table (docs/decisions/0013).
+Step 4 keeps resources and their leases in one table (docs/decisions/0013); step 5 stores its
+rows in rowid order, its key an index (docs/decisions/0016).
 ``secure_delete`` is always on, so freed pages never keep an old value.
 """
 
@@ -23,7 +24,7 @@ from ledger.names import NAMES_CHECK, NameCodec, check_key
 from ledger.sealing import CLEAR_COLUMNS, clear_changes
 from ledger.storage import StorageError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 NAMES_STEP = 3
 """The step that seals names (docs/decisions/0010): it needs the names key to run."""
 DB_NAME = "tenure.db"
@@ -133,14 +134,17 @@ STATE_TABLE = (
     " CHECK (token > 0 OR (capacity IS NOT NULL AND max_token IS NOT NULL)),"
     " CHECK (token = 0 OR (owner_digest IS NOT NULL AND expires_at IS NOT NULL"
     " AND lease_id IS NOT NULL)),"
-    " PRIMARY KEY(tenant, name, token)) WITHOUT ROWID",
+    " PRIMARY KEY(tenant, name, token))",
     "CREATE INDEX state_lifecycle_end ON state(lifecycle_end) WHERE lifecycle_end IS NOT NULL",
     "CREATE INDEX state_expires_at ON state(expires_at) WHERE token > 0",
     "CREATE INDEX state_scope ON state(tenant, scope) WHERE scope IS NOT NULL",
 )
 """Step 4's one table of resources and their leases (docs/decisions/0013): a resource's row at
-``token`` 0, each live lease's at its fencing token, all keyed by the resource's digests — so
-a grant's two rows share one leaf page of one B-tree, where two tables cost a page each."""
+``token`` 0, each live lease's at its fencing token, all keyed by the resource's digests — so a
+grant's two keys share one leaf page of the key's index, where two tables cost a page each.
+Since step 5 (docs/decisions/0016) the rows themselves are stored in rowid order, appended,
+and the key is an index of its own: a random key's page holds ~80 keys, where it held ~26
+whole rows and split three times as often."""
 
 _SEALED_TABLES = (
     *STATE_TABLE,
@@ -202,6 +206,28 @@ def one_table(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE resources")
 
 
+def rowid_state(conn: sqlite3.Connection) -> None:
+    """Step 5 (docs/decisions/0016): a step-4 ``state`` (a WITHOUT ROWID table) is copied, row
+    for row, into the rowid table :data:`STATE_TABLE` makes now, and dropped."""
+    made = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'state'")
+    row = made.fetchone()
+    if row is None or "WITHOUT ROWID" not in str(row[0]).upper():
+        return
+    conn.execute("ALTER TABLE state RENAME TO state_v4")
+    for index in ("state_lifecycle_end", "state_expires_at", "state_scope"):
+        conn.execute(f"DROP INDEX {index}")  # its name is the new table's
+    for statement in STATE_TABLE:
+        conn.execute(statement)
+    conn.execute(f"INSERT INTO state({STATE_COLUMNS}) SELECT {STATE_COLUMNS} FROM state_v4")
+    conn.execute("DROP TABLE state_v4")
+
+
+STATE_COLUMNS = (
+    "tenant, name, token, sealed, capacity, max_token, lifecycle_end, fingerprint, result,"
+    " completed_at, completed_fingerprint, owner_digest, expires_at, scope, lease_id"
+)
+
+
 def migrate(conn: sqlite3.Connection, names: NameCodec | None) -> int:
     """Bring the schema to SCHEMA_VERSION, each step in its own transaction; the step that
     seals names runs only with the names key (without it the schema stays before that step, and
@@ -211,8 +237,9 @@ def migrate(conn: sqlite3.Connection, names: NameCodec | None) -> int:
     if version > SCHEMA_VERSION:
         raise StorageError(f"ledger schema {version} is newer than this server ({SCHEMA_VERSION})")
     steps: list[Callable[[], None]] = [lambda: _v1(db), lambda: _v2(db)]
-    if names is not None:  # steps 3 (sealing names) and 4 run only with the names key
+    if names is not None:  # steps 3 (sealing names), 4 and 5 run only with the names key
         steps += [lambda: seal_names(conn, names), lambda: one_table(conn)]
+        steps += [lambda: rowid_state(conn)]
     for step in range(version, len(steps)):
         conn.execute("BEGIN IMMEDIATE")
         try:
