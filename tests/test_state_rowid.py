@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ledger.calls import LeaseCall, Limits
 from ledger.service import LeaseService
-from ledger.sqlite.schema import DB_NAME, SCHEMA_VERSION, STATE_COLUMNS
+from ledger.sqlite.migrations import STATE_COLUMNS
+from ledger.sqlite.schema import DB_NAME, SCHEMA_VERSION
 from ledger.storage import Storage, open_storage
 from tests.names_key import NAMES
 from tests.test_state_table import SECRET, START, _resources, _write_some
@@ -65,7 +66,7 @@ def test_a_step_4_ledger_moves_its_rows_into_rowid_order_and_carries_on(tmp_path
     try:
         assert "WITHOUT ROWID" not in _state_sql(tmp_path / DB_NAME)
         with sqlite3.connect(tmp_path / DB_NAME) as conn:
-            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
             names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
             assert "state_v4" not in names
             assert {"state_expires_at", "state_scope", "state_lifecycle_end"} <= names

@@ -106,7 +106,7 @@ def test_a_step_3_ledger_moves_into_one_table_and_carries_on(tmp_path: Path) -> 
         tables = _tables(tmp_path / DB_NAME)
         assert "state" in tables and not {"resources", "leases"} & tables
         with sqlite3.connect(tmp_path / DB_NAME) as conn:
-            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
         assert _resources(storage) == before  # every row, its sealed names and result opened
         with storage.transaction() as tx:
             assert tx.scope_resources("t", "job-1") == ["solo"]

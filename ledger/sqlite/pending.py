@@ -32,13 +32,14 @@ from ledger.changes import (
     SetLeaseExpiry,
 )
 from ledger.names import NameCodec
+from ledger.sqlite.positions import node_position
 
 Row = tuple[object, ...]
 MAX_ROWS = 64
 """Rows per statement; statements are made for powers of two up to it, so few are prepared."""
 
 _ENTRIES = "INSERT INTO entries(idx, leaf) VALUES "
-_NODES = "INSERT INTO tree_nodes(level, idx, hash) VALUES "
+_NODES = "INSERT INTO tree_nodes(pos, hash) VALUES "
 _RESOURCES = (
     "INSERT INTO state(tenant, name, sealed, capacity, max_token, lifecycle_end,"
     " fingerprint, result, completed_at, completed_fingerprint, token) VALUES "
@@ -88,7 +89,7 @@ class PendingWrites:
             case AppendEntry():
                 self.entries.append((change.index, change.leaf))
             case PutNodes():
-                self.nodes.extend(change.nodes)
+                self.nodes.extend(node_rows(change.nodes))
             case PutResource():
                 row = (*sealing.put_resource(names, change), 0)
                 key = row[:2]
@@ -162,6 +163,14 @@ def marks(count: int) -> str:
     return ", ".join("?" * count)
 
 
+def node_rows(nodes: Sequence[tuple[int, int, bytes]]) -> list[Row]:
+    """``tree_nodes`` rows of ``(level, index, hash)`` nodes: each at its post-order position
+    (``ledger/sqlite/positions.py``)."""
+    return [(node_position(level, index), digest) for level, index, digest in nodes]
+
+
+NODE_ROW = _NODES + values(2, 1)
+"""One tree node's row."""
 RESOURCE_ROW = _RESOURCES + values(11, 1) + _RESOURCE_UPDATE
 """One resource row (``ledger/sqlite/store.py``'s single changes)."""
 LEASE_ROW = _LEASES + values(8, 1)

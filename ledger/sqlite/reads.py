@@ -10,6 +10,7 @@ from ledger import rows, sealing
 from ledger.leases import Resource
 from ledger.names import NameCodec
 from ledger.sqlite import pending
+from ledger.sqlite.positions import node_position
 from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
@@ -33,8 +34,8 @@ def tree_size(conn: sqlite3.Connection) -> int:
 
 
 def node(conn: sqlite3.Connection, level: int, index: int) -> bytes:
-    sql = "SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?"
-    row = conn.execute(sql, (level, index)).fetchone()
+    sql = "SELECT hash FROM tree_nodes WHERE pos = ?"  # docs/decisions/0016
+    row = conn.execute(sql, (node_position(level, index),)).fetchone()
     if row is None:
         raise KeyError((level, index))
     return bytes(row[0])

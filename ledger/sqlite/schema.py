@@ -1,11 +1,5 @@
-"""SQLite: the connection and its pragmas, the schema and its numbered migrations.
-
-Each step runs in its own transaction and is recorded in ``PRAGMA user_version``. Step 3 seals
-the names of the state tables (docs/decisions/0010): it reads every clear row, recreates the
-tables with digests and sealed columns, and writes the rows back through the same translation
-as every later change (``ledger/sqlite/store.py``); then the WAL is emptied and the file rebuilt.
-Step 4 keeps resources and their leases in one table (docs/decisions/0013); step 5 stores its
-rows in rowid order, its key an index (docs/decisions/0016).
+"""SQLite: the connection and its pragmas, and the tables each numbered step makes (the steps
+after the first two, and the migration that runs them: ``ledger/sqlite/migrations.py``).
 ``secure_delete`` is always on, so freed pages never keep an old value.
 """
 
@@ -19,12 +13,9 @@ from pathlib import Path
 
 import sqlite_utils
 
-from ledger.changes import Change
-from ledger.names import NAMES_CHECK, NameCodec, check_key
-from ledger.sealing import CLEAR_COLUMNS, clear_changes
-from ledger.storage import StorageError
+from ledger.names import NameCodec
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 NAMES_STEP = 3
 """The step that seals names (docs/decisions/0010): it needs the names key to run."""
 DB_NAME = "tenure.db"
@@ -51,6 +42,18 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+APPEND_ONLY = ("UPDATE", "DELETE")
+
+
+def append_only(conn: sqlite3.Connection, table: str) -> None:
+    """Triggers that refuse to change or remove a row of ``table``."""
+    for action in APPEND_ONLY:
+        conn.execute(
+            f"CREATE TRIGGER {table}_no_{action.lower()} BEFORE {action} ON {table} "
+            f"BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END"
+        )
+
+
 def _v1(db: sqlite_utils.Database) -> None:
     db.table("entries").create({"idx": int, "leaf": bytes}, pk="idx", not_null={"leaf"})
     db.execute(
@@ -58,11 +61,7 @@ def _v1(db: sqlite_utils.Database) -> None:
         "hash BLOB NOT NULL, PRIMARY KEY(level, idx)) WITHOUT ROWID"
     )
     for table in ("entries", "tree_nodes"):
-        for action in ("UPDATE", "DELETE"):
-            db.execute(
-                f"CREATE TRIGGER {table}_no_{action.lower()} BEFORE {action} ON {table} "
-                f"BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END"
-            )
+        append_only(db.conn, table)
     db.execute(
         "CREATE TABLE resources(tenant TEXT NOT NULL, name TEXT NOT NULL,"
         " capacity INTEGER NOT NULL, max_token INTEGER NOT NULL, lifecycle_end INTEGER,"
@@ -146,7 +145,7 @@ Since step 5 (docs/decisions/0016) the rows themselves are stored in rowid order
 and the key is an index of its own: a random key's page holds ~80 keys, where it held ~26
 whole rows and split three times as often."""
 
-_SEALED_TABLES = (
+SEALED_TABLES = (
     *STATE_TABLE,
     "CREATE TABLE idempotency(tenant BLOB NOT NULL, request_id BLOB NOT NULL,"
     " request_digest BLOB NOT NULL, answer BLOB NOT NULL, created_at INTEGER NOT NULL,"
@@ -164,107 +163,6 @@ _SEALED_TABLES = (
 )
 
 
-def seal_names(conn: sqlite3.Connection, names: NameCodec) -> None:
-    """Step 3 (docs/decisions/0010): every clear row of the state tables is read, the tables
-    are recreated with digests and sealed columns, and the rows written again as changes."""
-    from ledger.sqlite.store import apply  # the store's translation is the one of every write
-
-    changes: list[Change] = []
-    for table, columns in CLEAR_COLUMNS.items():
-        order = " ORDER BY seq" if table == "waiters" else ""
-        rows = conn.execute(f"SELECT {columns} FROM {table}{order}").fetchall()
-        changes.extend(clear_changes(table, rows))
-        conn.execute(f"DROP TABLE {table}")
-    for statement in _SEALED_TABLES:
-        conn.execute(statement)
-    for change in changes:
-        apply(conn, names, change)
-    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (NAMES_CHECK, names.check))
-
-
-def one_table(conn: sqlite3.Connection) -> None:
-    """Step 4 (docs/decisions/0013): the sealed ``resources`` and ``leases`` of a step-3 ledger
-    become rows of ``state``, unchanged (digests and sealed blobs copied as they are). A ledger
-    that reached step 3 after this step existed already has ``state`` (``_SEALED_TABLES``)."""
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if "resources" not in tables:
-        return
-    for statement in STATE_TABLE:
-        conn.execute(statement)
-    conn.execute(
-        "INSERT INTO state(tenant, name, token, sealed, capacity, max_token, lifecycle_end,"
-        " fingerprint, result, completed_at, completed_fingerprint) SELECT tenant, name, 0,"
-        " sealed, capacity, max_token, lifecycle_end, fingerprint, result, completed_at,"
-        " completed_fingerprint FROM resources"
-    )
-    conn.execute(
-        "INSERT INTO state(tenant, name, token, sealed, owner_digest, expires_at, scope,"
-        " lease_id) SELECT tenant, resource, fencing_token, sealed, owner_digest, expires_at,"
-        " scope, lease_id FROM leases"
-    )
-    conn.execute("DROP TABLE leases")
-    conn.execute("DROP TABLE resources")
-
-
-def rowid_state(conn: sqlite3.Connection) -> None:
-    """Step 5 (docs/decisions/0016): a step-4 ``state`` (a WITHOUT ROWID table) is copied, row
-    for row, into the rowid table :data:`STATE_TABLE` makes now, and dropped."""
-    made = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'state'")
-    row = made.fetchone()
-    if row is None or "WITHOUT ROWID" not in str(row[0]).upper():
-        return
-    conn.execute("ALTER TABLE state RENAME TO state_v4")
-    for index in ("state_lifecycle_end", "state_expires_at", "state_scope"):
-        conn.execute(f"DROP INDEX {index}")  # its name is the new table's
-    for statement in STATE_TABLE:
-        conn.execute(statement)
-    conn.execute(f"INSERT INTO state({STATE_COLUMNS}) SELECT {STATE_COLUMNS} FROM state_v4")
-    conn.execute("DROP TABLE state_v4")
-
-
-STATE_COLUMNS = (
-    "tenant, name, token, sealed, capacity, max_token, lifecycle_end, fingerprint, result,"
-    " completed_at, completed_fingerprint, owner_digest, expires_at, scope, lease_id"
-)
-
-
-def migrate(conn: sqlite3.Connection, names: NameCodec | None) -> int:
-    """Bring the schema to SCHEMA_VERSION, each step in its own transaction; the step that
-    seals names runs only with the names key (without it the schema stays before that step, and
-    only what holds no names can be used). The version reached is returned."""
-    db = sqlite_utils.Database(conn)
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if version > SCHEMA_VERSION:
-        raise StorageError(f"ledger schema {version} is newer than this server ({SCHEMA_VERSION})")
-    steps: list[Callable[[], None]] = [lambda: _v1(db), lambda: _v2(db)]
-    if names is not None:  # steps 3 (sealing names), 4 and 5 run only with the names key
-        steps += [lambda: seal_names(conn, names), lambda: one_table(conn)]
-        steps += [lambda: rowid_state(conn)]
-    for step in range(version, len(steps)):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            steps[step]()
-            conn.execute(f"PRAGMA user_version={step + 1}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-    if version < NAMES_STEP <= len(steps) and version > 0:
-        scrub(conn)
-    if names is not None:
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (NAMES_CHECK,)).fetchone()
-        check_key(names, None if row is None else str(row[0]))
-    return max(version, len(steps))
-
-
-def scrub(conn: sqlite3.Connection) -> None:
-    """After the names were sealed: copy the WAL back and empty it, and rebuild the file, so
-    that no page of the database or its WAL keeps a clear name."""
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.execute("VACUUM")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-
 def open_db(data_dir: Path, names: NameCodec | None) -> tuple[sqlite3.Connection, int]:
     """Open (creating if needed) the ledger, private to its owner: the folder 0700, the database
     and its WAL and shared-memory files 0600; the schema version reached is returned."""
@@ -273,6 +171,8 @@ def open_db(data_dir: Path, names: NameCodec | None) -> tuple[sqlite3.Connection
     path = data_dir / DB_NAME
     os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
     conn = connect(path)
+    from ledger.sqlite.migrations import migrate  # its steps build on this module's tables
+
     version = migrate(conn, names)
     for name in (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm"):
         with contextlib.suppress(FileNotFoundError):

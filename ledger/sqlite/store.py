@@ -46,9 +46,7 @@ def apply(conn: sqlite3.Connection, names: NameCodec, change: Change) -> None:
                 "INSERT INTO entries(idx, leaf) VALUES (?, ?)", (change.index, change.leaf)
             )
         case PutNodes():
-            conn.executemany(
-                "INSERT INTO tree_nodes(level, idx, hash) VALUES (?, ?, ?)", change.nodes
-            )
+            conn.executemany(pending.NODE_ROW, pending.node_rows(change.nodes))
         case PutResource():
             conn.execute(pending.RESOURCE_ROW, (*sealing.put_resource(names, change), 0))
         case PutLease():

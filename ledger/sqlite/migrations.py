@@ -1,0 +1,168 @@
+"""SQLite: the numbered steps after the first two, and the migration that runs them.
+
+Each step runs in its own transaction and is recorded in ``PRAGMA user_version``. Step 3 seals
+the names of the state tables (docs/decisions/0010): it reads every clear row, recreates the
+tables with digests and sealed columns, and writes the rows back through the same translation
+as every later change (``ledger/sqlite/store.py``); then the WAL is emptied and the file rebuilt.
+Step 4 keeps resources and their leases in one table (docs/decisions/0013); step 5 stores its
+rows in rowid order, its key an index, and step 6 keys tree nodes by their post-order position
+(both docs/decisions/0016; ``ledger/sqlite/positions.py``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+import sqlite_utils
+
+from ledger.changes import Change
+from ledger.names import NAMES_CHECK, NameCodec, check_key
+from ledger.sealing import CLEAR_COLUMNS, clear_changes
+from ledger.sqlite.positions import node_position
+from ledger.sqlite.schema import (
+    APPEND_ONLY,
+    MIGRATIONS,
+    NAMES_STEP,
+    SCHEMA_VERSION,
+    SEALED_TABLES,
+    STATE_TABLE,
+    append_only,
+)
+from ledger.storage import StorageError
+
+
+def seal_names(conn: sqlite3.Connection, names: NameCodec) -> None:
+    """Step 3 (docs/decisions/0010): every clear row of the state tables is read, the tables
+    are recreated with digests and sealed columns, and the rows written again as changes."""
+    from ledger.sqlite.store import apply  # the store's translation is the one of every write
+
+    changes: list[Change] = []
+    for table, columns in CLEAR_COLUMNS.items():
+        order = " ORDER BY seq" if table == "waiters" else ""
+        rows = conn.execute(f"SELECT {columns} FROM {table}{order}").fetchall()
+        changes.extend(clear_changes(table, rows))
+        conn.execute(f"DROP TABLE {table}")
+    for statement in SEALED_TABLES:
+        conn.execute(statement)
+    for change in changes:
+        apply(conn, names, change)
+    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (NAMES_CHECK, names.check))
+
+
+def one_table(conn: sqlite3.Connection) -> None:
+    """Step 4 (docs/decisions/0013): the sealed ``resources`` and ``leases`` of a step-3 ledger
+    become rows of ``state``, unchanged (digests and sealed blobs copied as they are). A ledger
+    that reached step 3 after this step existed already has ``state`` (``SEALED_TABLES``)."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "resources" not in tables:
+        return
+    for statement in STATE_TABLE:
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO state(tenant, name, token, sealed, capacity, max_token, lifecycle_end,"
+        " fingerprint, result, completed_at, completed_fingerprint) SELECT tenant, name, 0,"
+        " sealed, capacity, max_token, lifecycle_end, fingerprint, result, completed_at,"
+        " completed_fingerprint FROM resources"
+    )
+    conn.execute(
+        "INSERT INTO state(tenant, name, token, sealed, owner_digest, expires_at, scope,"
+        " lease_id) SELECT tenant, resource, fencing_token, sealed, owner_digest, expires_at,"
+        " scope, lease_id FROM leases"
+    )
+    conn.execute("DROP TABLE leases")
+    conn.execute("DROP TABLE resources")
+
+
+def rowid_state(conn: sqlite3.Connection) -> None:
+    """Step 5 (docs/decisions/0016): a step-4 ``state`` (a WITHOUT ROWID table) is copied, row
+    for row, into the rowid table :data:`STATE_TABLE` makes now, and dropped."""
+    made = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'state'")
+    row = made.fetchone()
+    if row is None or "WITHOUT ROWID" not in str(row[0]).upper():
+        return
+    conn.execute("ALTER TABLE state RENAME TO state_v4")
+    for index in ("state_lifecycle_end", "state_expires_at", "state_scope"):
+        conn.execute(f"DROP INDEX {index}")  # its name is the new table's
+    for statement in STATE_TABLE:
+        conn.execute(statement)
+    conn.execute(f"INSERT INTO state({STATE_COLUMNS}) SELECT {STATE_COLUMNS} FROM state_v4")
+    conn.execute("DROP TABLE state_v4")
+
+
+def node_positions(conn: sqlite3.Connection) -> None:
+    """Step 6 (docs/decisions/0016): ``tree_nodes`` keyed by ``(level, idx)`` becomes a table
+    keyed by each node's post-order position (``ledger/sqlite/positions.py``), append-only as
+    before; its rows are copied, their hashes unchanged."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(tree_nodes)")}
+    if "level" not in columns:
+        return
+    conn.execute("ALTER TABLE tree_nodes RENAME TO tree_nodes_v5")
+    for action in APPEND_ONLY:
+        conn.execute(f"DROP TRIGGER tree_nodes_no_{action.lower()}")  # their names are reused
+    _node_table(conn)
+    conn.create_function("node_position", 2, node_position, deterministic=True)
+    conn.execute(
+        "INSERT INTO tree_nodes(pos, hash) SELECT node_position(level, idx), hash"
+        " FROM tree_nodes_v5 ORDER BY 1"
+    )
+    conn.execute("DROP TABLE tree_nodes_v5")
+
+
+def _node_table(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE tree_nodes(pos INTEGER PRIMARY KEY, hash BLOB NOT NULL)")
+    append_only(conn, "tree_nodes")
+
+
+STATE_COLUMNS = (
+    "tenant, name, token, sealed, capacity, max_token, lifecycle_end, fingerprint, result,"
+    " completed_at, completed_fingerprint, owner_digest, expires_at, scope, lease_id"
+)
+
+
+def migrate(conn: sqlite3.Connection, names: NameCodec | None) -> int:
+    """Bring the schema to SCHEMA_VERSION, each step in its own transaction; steps 3 to 5 (the
+    names sealed, then the tables holding them) run only with the names key: without it the
+    schema stays before the first of them not yet run, and only what holds no names can be
+    used. The version reached is returned."""
+    db = sqlite_utils.Database(conn)
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise StorageError(f"ledger schema {version} is newer than this server ({SCHEMA_VERSION})")
+    keyed = names is not None
+    steps: list[Callable[[], None] | None] = [
+        lambda: MIGRATIONS[0](db),
+        lambda: MIGRATIONS[1](db),
+        (lambda: seal_names(conn, names)) if names is not None else None,
+        (lambda: one_table(conn)) if keyed else None,
+        (lambda: rowid_state(conn)) if keyed else None,
+        lambda: node_positions(conn),
+    ]
+    reached = version
+    for step in range(version, len(steps)):
+        run = steps[step]
+        if run is None:
+            break
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            run()
+            conn.execute(f"PRAGMA user_version={step + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        reached = step + 1
+    if version < NAMES_STEP <= reached and version > 0:
+        scrub(conn)
+    if names is not None:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (NAMES_CHECK,)).fetchone()
+        check_key(names, None if row is None else str(row[0]))
+    return reached
+
+
+def scrub(conn: sqlite3.Connection) -> None:
+    """After the names were sealed: copy the WAL back and empty it, and rebuild the file, so
+    that no page of the database or its WAL keeps a clear name."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("VACUUM")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
