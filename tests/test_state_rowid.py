@@ -4,17 +4,14 @@ opens it, every row, sealed name, result, scope and fencing token carrying on.""
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from pathlib import Path
 
-from ledger.calls import LeaseCall, Limits
-from ledger.service import LeaseService
 from ledger.sqlite.migrations import STATE_COLUMNS
 from ledger.sqlite.schema import DB_NAME, SCHEMA_VERSION
-from ledger.storage import Storage, open_storage
+from ledger.storage import open_storage
 from tests.names_key import NAMES
-from tests.test_state_table import SECRET, START, _resources, _write_some
+from tests.test_state_table import START, _resources, _write_some, carry_on
 
 STEP_4_STATE = (
     "CREATE TABLE state(tenant BLOB NOT NULL, name BLOB NOT NULL, token INTEGER NOT NULL,"
@@ -75,22 +72,9 @@ def test_a_step_4_ledger_moves_its_rows_into_rowid_order_and_carries_on(tmp_path
             assert tx.scope_resources("t", "job-1") == ["solo"]
             due = tx.expired_leases(START + 10**9, 10)
             assert sorted(due) == [("t", "pool"), ("t", "solo"), ("u", "solo")]
-        _carry_on(storage)
+        carry_on(storage)
     finally:
         storage.close()
-
-
-def _carry_on(storage: Storage) -> None:
-    async def run() -> None:
-        service = LeaseService(storage, SECRET, limits=Limits(), clock=lambda: START + 1)
-        await service.start()
-        third = LeaseCall("acquire", "t", "pool", holder="f", capacity=3)
-        assert (await service.lease(third)).data["fencingToken"] == 3
-        again = await service.lease(LeaseCall("acquire", "t", "done", holder="g"))
-        assert again.data["outcome"] == "COMPLETED" and again.data["result"] == {"v": 1}
-        await service.stop()
-
-    asyncio.run(run())
 
 
 def test_a_resource_row_changes_where_it_is(tmp_path: Path) -> None:
@@ -102,7 +86,7 @@ def test_a_resource_row_changes_where_it_is(tmp_path: Path) -> None:
         with sqlite3.connect(tmp_path / DB_NAME) as conn:
             rows = "SELECT rowid, max_token FROM state WHERE token = 0 ORDER BY rowid"
             before = conn.execute(rows).fetchall()
-        _carry_on(storage)  # a third holder of "pool": its resource row's max token is now 3
+        carry_on(storage)  # a third holder of "pool": its resource row's max token is now 3
         with sqlite3.connect(tmp_path / DB_NAME) as conn:
             after = conn.execute(rows).fetchall()
         assert [rowid for rowid, _ in after] == [rowid for rowid, _ in before]

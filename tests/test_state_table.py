@@ -61,6 +61,22 @@ def _write_some(storage: Storage) -> None:
     asyncio.run(run())
 
 
+def carry_on(storage: Storage) -> None:
+    """After :func:`_write_some`: the pool's next holder gets token 3, the completed resource
+    still answers its result."""
+
+    async def run() -> None:
+        service = LeaseService(storage, SECRET, limits=Limits(), clock=lambda: START + 1)
+        await service.start()
+        third = LeaseCall("acquire", "t", "pool", holder="f", capacity=3)
+        assert (await service.lease(third)).data["fencingToken"] == 3
+        again = await service.lease(LeaseCall("acquire", "t", "done", holder="g"))
+        assert again.data["outcome"] == "COMPLETED" and again.data["result"] == {"v": 1}
+        await service.stop()
+
+    asyncio.run(run())
+
+
 def _resources(storage: Storage) -> dict[tuple[str, str], Resource | None]:
     with storage.transaction() as tx:
         return {key: tx.resource(*key) for key in NAMES_OF}
@@ -113,17 +129,7 @@ def test_a_step_3_ledger_moves_into_one_table_and_carries_on(tmp_path: Path) -> 
             due = tx.expired_leases(START + 10**9, 10)
             assert sorted(due) == [("t", "pool"), ("t", "solo"), ("u", "solo")]
             assert tx.ended_lifecycles(START + 10**9, 10) != []
-
-        async def carry_on() -> None:
-            service = LeaseService(storage, SECRET, limits=Limits(), clock=lambda: START + 1)
-            await service.start()
-            third = LeaseCall("acquire", "t", "pool", holder="f", capacity=3)
-            assert (await service.lease(third)).data["fencingToken"] == 3
-            again = await service.lease(LeaseCall("acquire", "t", "done", holder="g"))
-            assert again.data["outcome"] == "COMPLETED" and again.data["result"] == {"v": 1}
-            await service.stop()
-
-        asyncio.run(carry_on())
+        carry_on(storage)
     finally:
         storage.close()
 
