@@ -179,7 +179,8 @@ static int proof_value(Answerer *self, Buf *canonical, char *value, Py_ssize_t *
     if (sha256(self, canonical->data, canonical->len, message + 32) < 0) {
         return FAILED;
     }
-    PyObject *signed_ = PyObject_CallFunction(self->sign, "y#", (const char *)message, 64);
+    Py_ssize_t size_ = sizeof message; /* "y#" reads a Py_ssize_t (PY_SSIZE_T_CLEAN) */
+    PyObject *signed_ = PyObject_CallFunction(self->sign, "y#", (const char *)message, size_);
     if (signed_ == NULL) {
         return FAILED;
     }
