@@ -126,8 +126,10 @@ class Issuer:
         the bytes are the same (tests/test_native_answer.py)."""
         if self._native is None or suite != JCS_SUITE:
             return None
-        label, ledger = (LABEL_ENTRY, entry) if entry is not None else (LABEL_STATE, None)
-        ledger = state_bytes(data) if ledger is None else ledger
+        if entry is None:
+            label, ledger = LABEL_STATE, state_bytes(data)
+        else:
+            label, ledger = LABEL_ENTRY, entry
         stamp = self._signer.stamp_bytes(now)
         return self._native.envelope(data, pseudonyms, request, label, ledger, stamp)
 
