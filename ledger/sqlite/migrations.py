@@ -31,6 +31,12 @@ from ledger.sqlite.schema import (
 )
 from ledger.storage import StorageError
 
+STATE_COLUMNS = (
+    "tenant, name, token, sealed, capacity, max_token, lifecycle_end, fingerprint, result,"
+    " completed_at, completed_fingerprint, owner_digest, expires_at, scope, lease_id"
+)
+"""Every column of ``state``, in its order (step 5 copies them all)."""
+
 
 def seal_names(conn: sqlite3.Connection, names: NameCodec) -> None:
     """Step 3 (docs/decisions/0010): every clear row of the state tables is read, the tables
@@ -112,12 +118,6 @@ def node_positions(conn: sqlite3.Connection) -> None:
 def _node_table(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE tree_nodes(pos INTEGER PRIMARY KEY, hash BLOB NOT NULL)")
     append_only(conn, "tree_nodes")
-
-
-STATE_COLUMNS = (
-    "tenant, name, token, sealed, capacity, max_token, lifecycle_end, fingerprint, result,"
-    " completed_at, completed_fingerprint, owner_digest, expires_at, scope, lease_id"
-)
 
 
 def migrate(conn: sqlite3.Connection, names: NameCodec | None) -> int:
