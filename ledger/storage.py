@@ -33,6 +33,14 @@ class StorageError(Exception):
     """The storage could not durably record a change; the outcome is unknown."""
 
 
+DAMAGED = (
+    "the ledger's state is damaged: a lease has no row for its resource, so the resource's"
+    " highest fencing token is unknown"
+)
+"""What every backend says of a lease row whose resource row is gone: refused, never guessed
+(a fresh resource's token 1 would repeat a token already handed out)."""
+
+
 @dataclass(frozen=True, slots=True)
 class KeyRecord:
     """A public signing key the log has used, with its validity period (ms since the epoch)."""

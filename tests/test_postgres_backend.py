@@ -9,6 +9,7 @@ server dropped the sessions, and URLs whose password never reaches a message.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -17,11 +18,13 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from ledger.calls import LeaseCall, StorageUnavailable
 from ledger.changes import AppendEntry, PutNodes, PutResource
 from ledger.postgres import PostgresStorage
 from ledger.postgres.connection import redact
 from ledger.postgres.schema import SCHEMA_VERSION
-from ledger.storage import StorageError, open_storage, storage_exists
+from ledger.service import LeaseService
+from ledger.storage import DAMAGED, Storage, StorageError, open_storage, storage_exists
 from tests.names_key import NAMES
 
 
@@ -148,3 +151,38 @@ def _terminate_sessions(url: str) -> None:
             " WHERE application_name = 'tenure' AND datname = current_database()"
             " AND pid <> pg_backend_pid()"
         )
+
+
+def test_a_lease_without_its_resource_row_is_refused_not_taken_for_a_fresh_resource(
+    postgres_url: str,
+) -> None:
+    """As on SQLite (tests/test_state_table.py): a lease row whose resource row is gone means
+    the resource's highest fencing token is gone too. Both reads refuse in words, without the
+    names; a fresh grant at token 1 would hand out a token already held."""
+    call = LeaseCall(op="acquire", tenant="t", resource="orphan", holder="w")
+
+    async def scenario(storage: Storage) -> None:
+        service = LeaseService(storage, b"s" * 32, clock=lambda: 1_800_000_000_000)
+        await service.start()
+        try:
+            assert (await service.lease(call)).data["fencingToken"] == 1
+            with psycopg.connect(postgres_url, autocommit=True) as conn:
+                assert conn.execute("DELETE FROM resources").rowcount == 1
+            with pytest.raises(StorageUnavailable) as refused:
+                await service.lease(call)  # the batch read
+            assert DAMAGED in str(refused.value) and "orphan" not in str(refused.value)
+            with (
+                pytest.raises(StorageError, match="a lease has no row for its resource"),
+                storage.transaction() as tx,
+            ):
+                tx.resource("t", "orphan")  # the single read
+            other = LeaseCall(op="acquire", tenant="t", resource="other", holder="w")
+            assert (await service.lease(other)).data["fencingToken"] == 1  # the rest goes on
+        finally:
+            await service.stop()
+
+    storage = open_storage(postgres_url, names=NAMES)
+    try:
+        asyncio.run(scenario(storage))
+    finally:
+        storage.close()

@@ -11,10 +11,12 @@ from ledger import rows, sealing
 from ledger.leases import Resource
 from ledger.names import NameCodec
 from ledger.storage import (
+    DAMAGED,
     ApiKeyRecord,
     CheckpointRecord,
     KeyRecord,
     RequestRecord,
+    StorageError,
     WaiterRecord,
 )
 
@@ -109,11 +111,14 @@ def request(conn: Conn, names: NameCodec, tenant: str, request_id: str) -> Reque
 def resource(conn: Conn, names: NameCodec, tenant: str, name: str) -> Resource | None:
     key = sealing.resource_key(names, tenant, name)
     row = conn.execute(_RESOURCE + " WHERE tenant = %s AND name = %s", key).fetchone()
+    where = " WHERE tenant = %s AND resource = %s ORDER BY fencing_token"
+    leases = conn.execute(_LEASE + where, key).fetchall()
     if row is None:
+        if leases:
+            raise StorageError(DAMAGED)
         return None
     found = rows.resource_row(names, tenant, name, row)
-    where = " WHERE tenant = %s AND resource = %s ORDER BY fencing_token"
-    found.leases.extend(rows.lease_row(names, lease) for lease in conn.execute(_LEASE + where, key))
+    found.leases.extend(rows.lease_row(names, lease) for lease in leases)
     return found
 
 
@@ -121,19 +126,20 @@ def resources(
     conn: Conn, names: NameCodec, keys: Sequence[tuple[str, str]]
 ) -> dict[tuple[str, str], Resource]:
     """The resources of ``keys`` that exist, with their leases: two round trips per tenant for a
-    whole batch, where :func:`resource` takes two per resource (issue 10)."""
+    whole batch, where :func:`resource` takes two per resource (issue 10). A lease whose
+    resource row is gone is a damaged ledger: :class:`StorageError`, never a fresh resource."""
     wanted, by_tenant = sealing.resource_keys(names, keys)
     found: dict[tuple[str, str], Resource] = {}
     for t, digests in by_tenant.items():
-        present = []
         for row in conn.execute(_RESOURCE + " WHERE tenant = %s AND name = ANY(%s)", (t, digests)):
             key = wanted[(bytes(row[0]), bytes(row[1]))]
             found[key] = rows.resource_row(names, *key, row)
-            present.append(bytes(row[1]))
-        if present:
-            where = " WHERE tenant = %s AND resource = ANY(%s) ORDER BY fencing_token"
-            for lease in conn.execute(_LEASE + where, (t, present)):
-                found[wanted[(t, bytes(lease[1]))]].leases.append(rows.lease_row(names, lease))
+        where = " WHERE tenant = %s AND resource = ANY(%s) ORDER BY fencing_token"
+        for lease in conn.execute(_LEASE + where, (t, digests)):
+            held = found.get(wanted[(t, bytes(lease[1]))])
+            if held is None:
+                raise StorageError(DAMAGED)
+            held.leases.append(rows.lease_row(names, lease))
     return found
 
 

@@ -12,6 +12,7 @@ from ledger.names import NameCodec
 from ledger.sqlite import pending
 from ledger.sqlite.positions import node_position
 from ledger.storage import (
+    DAMAGED,
     ApiKeyRecord,
     CheckpointRecord,
     KeyRecord,
@@ -147,12 +148,6 @@ def _decode(
         if held is None:
             raise StorageError(DAMAGED)
         held.leases.append(rows.lease_row(names, (t, n, sealed, token, owner, expires, lease_id)))
-
-
-DAMAGED = (
-    "the ledger's state is damaged: a lease has no row for its resource, so the resource's"
-    " highest fencing token is unknown"
-)
 
 
 def ended_lifecycles(
