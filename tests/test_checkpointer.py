@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,17 +43,31 @@ def _wal_size(path: Path) -> int:
 
 
 class Recorded:
-    """A writers' lock that counts how often it was taken."""
+    """A writers' lock that counts how often it was taken, and who is waiting for it."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.taken = 0
+        self.waiting = 0
+        self._turns = threading.Condition()
 
     @contextmanager
     def held(self) -> Iterator[None]:
+        with self._turns:
+            self.waiting += 1
         with self.lock:
-            self.taken += 1
+            with self._turns:
+                self.waiting -= 1
+                self.taken += 1
+                self._turns.notify_all()
             yield
+
+    def let_waiters_in(self) -> None:
+        """Return once every thread waiting for the lock has taken it — what a writer's gap
+        between two groups (gathering its next batch) gives the checkpointer; a thread lock is
+        not fair, and a loop that takes it again at once could keep the checkpointer out."""
+        with self._turns:
+            self._turns.wait_for(lambda: self.waiting == 0)
 
 
 def test_without_checkpoints_the_wal_only_grows_and_a_checkpoint_makes_it_start_over(
@@ -142,8 +155,7 @@ def test_the_wal_stays_bounded_while_commits_land_during_checkpoints(tmp_path: P
         with lock.held():
             _commit(writer)
         largest = max(largest, _wal_size(path))
-        time.sleep(0.0002)  # as a writer gathers its next batch: a thread lock is not fair, and
-        # a loop that takes it again at once could keep the checkpointer out for good
+        lock.let_waiters_in()
     checkpointer.close()
     assert lock.taken > 600  # some rounds had to finish under the lock
     assert largest < 1200 * (PAGE + 24)  # bounded near the mark, not 6,000 frames
