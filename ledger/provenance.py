@@ -126,10 +126,7 @@ class Issuer:
         the bytes are the same (tests/test_native_answer.py)."""
         if self._native is None or suite != JCS_SUITE:
             return None
-        if entry is None:
-            label, ledger = LABEL_STATE, state_bytes(data)
-        else:
-            label, ledger = LABEL_ENTRY, entry
+        label, ledger = _ledger_assertion(data, entry)
         stamp = self._signer.stamp_bytes(now)
         return self._native.envelope(data, pseudonyms, request, label, ledger, stamp)
 
@@ -201,13 +198,19 @@ def _plain_names(pseudonyms: dict[str, str] | None) -> bool:
 def _manifest(
     data: dict[str, Any], data_bytes: bytes, request: bytes, entry: bytes | None
 ) -> dict[str, Any]:
-    ledger = (LABEL_ENTRY, entry) if entry is not None else (LABEL_STATE, state_bytes(data))
+    ledger = _ledger_assertion(data, entry)
     assertions = [
         {"label": LABEL_REQUEST, "hash": digest(request)},
         {"label": LABEL_DATA, "hash": digest(data_bytes)},
         {"label": ledger[0], "hash": digest(ledger[1])},
     ]
     return {"claimGenerator": CLAIM_GENERATOR, "alg": "sha256", "assertions": assertions}
+
+
+def _ledger_assertion(data: dict[str, Any], entry: bytes | None) -> tuple[str, bytes]:
+    """The manifest's third assertion: the entry the call appended, or, for reads and
+    refusals, the ledger state the answer was read from."""
+    return (LABEL_ENTRY, entry) if entry is not None else (LABEL_STATE, state_bytes(data))
 
 
 def _answerer(signer: Signer, frame: tuple[bytes, bytes, bytes]) -> Answerer:
