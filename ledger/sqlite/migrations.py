@@ -129,13 +129,10 @@ def migrate(conn: sqlite3.Connection, names: NameCodec | None) -> int:
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if version > SCHEMA_VERSION:
         raise StorageError(f"ledger schema {version} is newer than this server ({SCHEMA_VERSION})")
-    keyed = names is not None
     steps: list[Callable[[], None] | None] = [
         lambda: MIGRATIONS[0](db),
         lambda: MIGRATIONS[1](db),
-        (lambda: seal_names(conn, names)) if names is not None else None,
-        (lambda: one_table(conn)) if keyed else None,
-        (lambda: rowid_state(conn)) if keyed else None,
+        *_keyed_steps(conn, names),
         lambda: node_positions(conn),
     ]
     reached = version
@@ -158,6 +155,16 @@ def migrate(conn: sqlite3.Connection, names: NameCodec | None) -> int:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (NAMES_CHECK,)).fetchone()
         check_key(names, None if row is None else str(row[0]))
     return reached
+
+
+def _keyed_steps(
+    conn: sqlite3.Connection, names: NameCodec | None
+) -> list[Callable[[], None] | None]:
+    """Steps 3 to 5, or, without the names key, a gap where each would be."""
+    if names is None:
+        return [None, None, None]
+    key = names
+    return [lambda: seal_names(conn, key), lambda: one_table(conn), lambda: rowid_state(conn)]
 
 
 def scrub(conn: sqlite3.Connection) -> None:
