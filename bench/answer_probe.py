@@ -1,9 +1,11 @@
-"""What would an answer made by native code buy? A probe, not a design (issue 10).
+"""What does an answer made by native code buy? A probe, not a design (issue 10).
 
 Not a test, and nothing of it is in the server: prints figures. docs/performance.md (tenth
-round) names the credential's assembly in native code as the next lever. Before building it,
-this measures its ceiling beside the default ``tenure serve``, alternated, with
-``bench/vs_etcd.py``'s load (wrk, fresh acquires under an API key).
+round) named the credential's assembly in native code as the next lever; this measured its
+ceiling beside the default ``tenure serve`` before it was built (``native/``, decisions/0015),
+alternated, with ``bench/vs_etcd.py``'s load (wrk, fresh acquires under an API key). With
+``--python`` the probe is the default server with the native path off (the Python path writes
+every answer): the built path's own before/after.
 
 The probe is an unchanged ``tenure serve`` whose processes load
 ``bench/probe_site/sitecustomize.py``: the lease route's ``respond`` then answers every grant
@@ -19,7 +21,7 @@ Each run is driven and printed by ``bench/vs_etcd.py``'s own ``wrk`` and ``show`
 server CPU per request, the machine's idle share and — for the probe's runs too — the ledger
 lock's figures.
 
-    .venv/bin/python bench/answer_probe.py [--duration 10] [--rounds 5] [--conservative]
+    .venv/bin/python bench/answer_probe.py [--duration 10] [--rounds 5] [--conservative | --python]
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 MODE_ENV = "TENURE_PROBE_ANSWER"
-"""Set (to ``ceiling`` or ``conservative``) in the probe server's environment."""
+"""Set (to ``ceiling``, ``conservative`` or ``python``) in the probe server's environment."""
 
 
 def hook_workers() -> None:
