@@ -1,6 +1,7 @@
 """Loaded by every process of a probe's ``tenure serve`` (its PYTHONPATH): ``bench/
 sequencer_probe.py``'s sends lease calls to its sequencer, ``bench/answer_probe.py``'s answers
-grants at the cost native code would leave. Nothing else imports this."""
+grants at the cost native code would leave, ``bench/loop_commit_probe.py``'s runs its batches
+on the event loop. Nothing else imports this."""
 
 import os
 
@@ -13,3 +14,8 @@ if os.environ.get("TENURE_PROBE_ANSWER"):
     import answer_probe
 
     answer_probe.hook_workers()
+
+if os.environ.get("TENURE_PROBE_LOOP_COMMIT"):
+    import loop_commit_probe
+
+    loop_commit_probe.hook_workers()
