@@ -1,7 +1,7 @@
 """Group commit over any storage backend (docs/decisions/0003, 0005, 0006).
 
-The request path never waits for its own fsync alone: every call is handed to one writer thread
-as a unit of work — a function of the open transaction, or a list of typed changes
+The request path never waits for its own fsync alone: every call is handed to one writer as a
+unit of work — a function of the open transaction, or a list of typed changes
 (``ledger/changes.py``) — and the writer runs everything queued since its last commit in ONE
 ``storage.transaction()``. A unit returns a value (the lease service's rendered answer); its
 future resolves with that value once the transaction is durable, and only then does the caller
@@ -9,11 +9,18 @@ answer. A unit submitted with :meth:`GroupCommitter.submit_early` also gets the 
 the batch's statements have run, so that its caller can prepare (sign) the answer while the
 commit is made durable — and still sends nothing before (docs/decisions/0014).
 
+Where the backend's write lock can be lent (``Storage.turns``: SQLite), the batch is not written
+by that thread but by **the event loop itself** (docs/decisions/0017): a helper thread waits for
+the lock while the loop goes on reading requests into the batch, then the loop runs the whole
+batch in one transaction — no other thread of the process competes with it for the interpreter
+while the ledger is locked — gives the lock back and resolves the futures. Early futures then
+resolve with the durable ones.
+
 If a commit fails, every unit of that batch gets :class:`~ledger.storage.StorageError` (503
 ``unknown`` at the edge): nothing of it is on disk and nothing in memory ran ahead of the disk
 (docs/decisions/0006), so the next batch simply tries again. ``hooks`` let the owner of the
 units keep per-transaction state: ``begin`` runs after the transaction opened, ``committed`` and
-``failed`` after it ended — all on the writer thread.
+``failed`` after it ended — all on the thread that writes.
 """
 
 from __future__ import annotations
@@ -51,7 +58,8 @@ class BatchHooks(Protocol):
 
 
 class GroupCommitter:
-    """One writer thread; each commit carries every unit queued since the last one."""
+    """One writer — a thread, or the event loop on lent turns; each commit carries every unit
+    queued since the last one. Made on the event loop's thread."""
 
     def __init__(
         self,
@@ -68,7 +76,17 @@ class GroupCommitter:
         """The error of the last commit if it failed; ``None`` once a commit succeeds again."""
         self.commits = 0
         self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="tenure-writer", daemon=True)
+        self._turns = storage.turns()
+        self._units: list[_Item] = []
+        """The loop's units waiting for its next turn (with lent turns)."""
+        self._asked = False
+        """Whether the helper has been asked for a turn not yet run."""
+        self._asked_at = 0.0
+        """When it was asked: the turn's wait for the lock is measured from there."""
+        target = self._run if self._turns is None else self._take_turns
+        name = "tenure-writer" if self._turns is None else "tenure-turns"
+        self._thread = threading.Thread(target=target, name=name, daemon=True)
+        self._borrower = threading.get_ident()
         self._thread.start()
 
     def submit(
@@ -78,13 +96,14 @@ class GroupCommitter:
     ) -> asyncio.Future[T]:
         """Queue ``work`` for the next commit; the future resolves with its value once durable.
 
-        ``prepare`` runs on the writer thread before the batch's transaction opens — while
-        another process may hold the ledger's lock — so the transaction, which excludes every
-        other writer, does less (issue 10). It may only warm caches: an error in it is ignored,
-        and the unit itself meets it again inside the transaction.
+        ``prepare`` runs before the batch's transaction opens — on the loop as the unit is
+        queued (lent turns), else on the writer thread — while another process may hold the
+        ledger's lock, so the transaction, which excludes every other writer, does less (issue
+        10). It may only warm caches: an error in it is ignored, and the unit itself meets it
+        again inside the transaction.
         """
         future: asyncio.Future[T] = self._loop.create_future()
-        self._queue.put((work, future, prepare, None))
+        self._put((work, future, prepare, None))
         self._last = future
         return future
 
@@ -100,7 +119,7 @@ class GroupCommitter:
         the second resolves: if the commit fails, the second fails, and the value never was."""
         early: asyncio.Future[T] = self._loop.create_future()
         future: asyncio.Future[T] = self._loop.create_future()
-        self._queue.put((work, future, prepare, early))
+        self._put((work, future, prepare, early))
         self._last = future
         return early, future
 
@@ -110,8 +129,48 @@ class GroupCommitter:
         return None if last is None or last.done() else last
 
     def close(self) -> None:
+        """Stop the writer thread (or the helper) once what is queued is written; with lent
+        turns, a turn the helper already took runs when the loop next runs."""
         self._queue.put(None)
         self._thread.join()
+
+    def _put(self, item: _Item) -> None:
+        if self._turns is None:
+            self._queue.put(item)
+            return
+        _prepare([item])  # here, on the loop, outside the lock
+        self._units.append(item)
+        if not self._asked:
+            self._ask(item)
+
+    def _take_turns(self) -> None:
+        """The helper thread: for each turn asked, wait for the lock, lend it to the loop."""
+        turns = self._turns
+        assert turns is not None
+        while self._queue.get() is not None:
+            turns.lend(self._borrower)
+            try:
+                self._loop.call_soon_threadsafe(self._turn)
+            except RuntimeError:  # the loop is closed: nobody will write
+                turns.give_back()
+                return
+
+    def _turn(self) -> None:
+        """On the loop, holding the lent lock: write every unit queued, give the lock back."""
+        assert self._turns is not None
+        batch, self._units = self._units, []
+        try:
+            results, error = self._commit(batch, self._asked_at)
+        finally:
+            self._turns.give_back()
+        self._asked = False
+        if self._units:
+            self._ask(self._units[0])
+        _resolve(batch, results, error)
+
+    def _ask(self, item: _Item) -> None:
+        self._asked, self._asked_at = True, metrics.commit_started()
+        self._queue.put(item)  # the helper's signal: a turn is wanted
 
     def _run(self) -> None:
         while True:
@@ -140,15 +199,18 @@ class GroupCommitter:
         """Units queued while the batch waited for the ledger's lock join it: one fsync for them
         too, where they would wait out another writer's turn again (docs/decisions/0012).
         Their ``prepare`` runs now, inside the transaction, before the batch is decided."""
-        if self._stopping:
+        if self._stopping or self._turns is not None:  # the loop's batch: none can be late
             return
         first = len(batch)
         self._stopping = self._drain(batch)
         _prepare(batch[first:])
 
-    def _commit(self, batch: list[_Item]) -> tuple[list[Any], BaseException | None]:
+    def _commit(
+        self, batch: list[_Item], started: float | None = None
+    ) -> tuple[list[Any], BaseException | None]:
+        """One transaction for ``batch``; ``started``: when its wait for the lock began."""
         hooks = self._hooks
-        started = metrics.commit_started()
+        started = metrics.commit_started() if started is None else started
         try:
             with self._storage.transaction() as tx:
                 metrics.transaction_opened(started)
@@ -156,7 +218,7 @@ class GroupCommitter:
                 if hooks is not None:
                     hooks.begin(tx)
                 results = [_run_work(tx, work) for work, _, _, _ in batch]
-                if any(item[3] is not None for item in batch):
+                if self._turns is None and any(item[3] is not None for item in batch):
                     tx.flush()  # the callers work on their answers during the commit alone
                     self._loop.call_soon_threadsafe(_early, batch, results)
         except BaseException as error:  # any failure leaves the outcome unknown

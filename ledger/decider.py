@@ -1,4 +1,5 @@
-"""Deciding inside the write transaction (docs/decisions/0006): the writer thread's half.
+"""Deciding inside the write transaction (docs/decisions/0006): the writer's half
+(the event loop on lent turns, docs/decisions/0017, or the committer's writer thread).
 
 Every lease call is a unit of work the group committer runs in its transaction: it reads the
 resource with its leases (``tx.resource``) and the idempotency record (``tx.request``), decides
@@ -57,10 +58,10 @@ FREEING = frozenset(
 
 
 class Decider:
-    """The writer thread's state: the recorder, the batch's resource cache, the local waiters.
+    """The writer's state: the recorder, the batch's resource cache, the local waiters.
 
     Implements :class:`~ledger.committer.BatchHooks`; every other method runs inside a unit of
-    work, on the writer thread, within the transaction ``begin`` opened.
+    work, on the thread that writes, within the transaction ``begin`` opened.
     """
 
     def __init__(

@@ -11,8 +11,9 @@ before it are the old key's, signatures from it the new key's, in every worker. 
 late, so whatever dates a signature takes the runtime's ``signing_clock``, which makes a switch
 that is due before it answers.
 
-The record goes through a second storage handle: the service's own writer belongs to the group
-committer's thread. ``record_key_use`` keeps the first record, so all processes agree.
+The record goes through a second storage handle, off the event loop: the service's own writer
+belongs to the group committer, whose turns of the ledger's lock the loop may hold (0017).
+``record_key_use`` keeps the first record, so all processes agree.
 """
 
 from __future__ import annotations

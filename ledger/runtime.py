@@ -218,7 +218,7 @@ class Runtime:
             key = load_signing_keys(self.config.keys_dir)[-1]
         except ValueError:  # a file still being written: the next round reads it whole
             return
-        at = rotation.record(self, key)
+        at = await asyncio.to_thread(rotation.record, self, key)  # a second handle: off the loop
         self._switch = (key, at)
         asyncio.get_running_loop().call_later(max(0, at - self.clock()) / 1000, self._take_over)
 

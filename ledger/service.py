@@ -1,13 +1,14 @@
 """The lease service: the event loop's half of deciding inside the transaction (0006).
 
 No lease state lives in memory between transactions. Each call becomes a unit of work that the
-group committer (``ledger/committer.py``) runs on its writer thread inside one storage write
-transaction with every other call queued since the last commit; the :class:`~ledger.decider.
-Decider` reads, decides, records and renders there, and the answer comes back here only once
-the transaction is durable (or, for :meth:`LeaseService.lease_early`, once decided, with the
-future that says when it is durable: 0014). The rules that span resources or time are units of
-work too: blocking waits served first-come-first-served (rule 9), idempotent requestIds (rule
-12), scopes and the dead-man switch (rule 13), and the sweeper that records expiries (rule 7).
+group committer (``ledger/committer.py``) runs — on the event loop's lent turns of the ledger's
+lock (0017), or on its writer thread — inside one storage write transaction with every other call
+queued since the last commit; the :class:`~ledger.decider.Decider` reads, decides, records and
+renders there, and the answer comes back here only once the transaction is durable (or, for
+:meth:`LeaseService.lease_early`, once decided, with the future that says when it is durable:
+0014). The rules that span resources or time are units of work too: blocking waits served
+first-come-first-served (rule 9), idempotent requestIds (rule 12), scopes and the dead-man switch
+(rule 13), and the sweeper that records expiries (rule 7).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class LeaseService:
     worker: str = "local"
     """This process's name in the ``waiters`` table (``ledger/cluster.py``)."""
     notify: Callable[[str, str], None] | None = None
-    """Wakes another worker's waiter after a commit granted it (from the writer thread)."""
+    """Wakes another worker's waiter after a commit granted it (from the thread that writes)."""
 
     def __post_init__(self) -> None:
         self._base = {"deterministic": True, "limits": self.limits.as_data(), "versions": VERSIONS}

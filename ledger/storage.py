@@ -168,11 +168,28 @@ class Snapshot(Protocol):
     def latest_checkpoint(self) -> CheckpointRecord | None: ...
 
 
+class Turns(Protocol):
+    """A backend's write lock, taken by one thread for another (docs/decisions/0017)."""
+
+    def lend(self, thread: int) -> None:
+        """Wait for the lock and hold it for ``thread`` (an ident): its transactions, until
+        :meth:`give_back`, run under it without taking it again."""
+        ...
+
+    def give_back(self) -> None: ...
+
+
 class Storage(Protocol):
     """A ledger backend: the write transaction, and the reads of the loop thread."""
 
     def transaction(self) -> AbstractContextManager[Transaction]:
         """One durable write transaction, serialized against every other writer."""
+        ...
+
+    def turns(self) -> Turns | None:
+        """The write lock, where a transaction is short and local enough for the event loop to
+        run it itself (SQLite); ``None`` where writes stay on a writer thread (PostgreSQL,
+        whose transactions wait for the network)."""
         ...
 
     def tree_size(self) -> int: ...

@@ -1,6 +1,10 @@
 """Answers signed while their batch's commit is made durable, sent only once it is
 (docs/decisions/0014): the committer shows a batch's results early, the lease route signs
-meanwhile, and nothing leaves before the commit — which, if it fails, leaves nothing behind."""
+meanwhile, and nothing leaves before the commit — which, if it fails, leaves nothing behind.
+
+That is the writer thread's way, PostgreSQL's; on SQLite the event loop writes its own batches
+on lent turns (docs/decisions/0017, ``tests/test_loop_turns.py``), so here SQLite is made to
+write on a writer thread as PostgreSQL does."""
 
 from __future__ import annotations
 
@@ -20,11 +24,20 @@ from api.settings import Settings
 from ledger.calls import LeaseCall, StorageUnavailable
 from ledger.provenance import Issuer
 from ledger.service import LeaseService
+from ledger.sqlite import SQLiteStorage
 from ledger.storage import Storage, Transaction, open_storage
 from tests.conftest import rid
 from tests.names_key import NAMES
 
 SECRET = b"s" * 32
+
+
+@pytest.fixture(autouse=True)
+def writer_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite without lent turns: the committer writes on its writer thread."""
+    monkeypatch.setattr(SQLiteStorage, "turns", lambda self: None)
+
+
 T0 = 1_800_000_000_000
 
 

@@ -43,6 +43,7 @@ from ledger.storage import (
     Storage,
     StorageError,
     Transaction,
+    Turns,
     WaiterRecord,
     open_storage,
 )
@@ -290,10 +291,13 @@ def test_export_snapshot_does_not_move(storage: Storage) -> None:
 
 
 class Gated:
-    """The backend under test, whose transactions can be held open or made to fail once."""
+    """The backend under test, whose writers can be held back or whose transactions made to
+    fail once. A writer waits at :attr:`gate` where it would wait for another writer's lock:
+    in the transaction on a writer thread, in the lock's loan on lent turns (decisions/0017)."""
 
     def __init__(self, inner: Storage) -> None:
         self.inner = inner
+        self.waiting = 0
         self.opened = 0
         self.gate = threading.Event()
         self.fail_next = False
@@ -301,18 +305,41 @@ class Gated:
     def transaction(self) -> AbstractContextManager[Transaction]:
         return self._transaction()
 
+    def turns(self) -> GatedTurns | None:
+        inner = self.inner.turns()
+        return None if inner is None else GatedTurns(self, inner)
+
     @contextmanager
     def _transaction(self) -> Iterator[Transaction]:
+        if self.inner.turns() is None:
+            self.wait()
         self.opened += 1
-        self.gate.wait(5)
         with self.inner.transaction() as tx:
             if self.fail_next:
                 self.fail_next = False
                 raise OSError("disk full")
             yield tx
 
+    def wait(self) -> None:
+        self.waiting += 1
+        self.gate.wait(5)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+class GatedTurns:
+    """A backend's lent turns, each waiting at the gate first."""
+
+    def __init__(self, gated: Gated, inner: Turns) -> None:
+        self.gated, self.inner = gated, inner
+
+    def lend(self, thread: int) -> None:
+        self.gated.wait()
+        self.inner.lend(thread)
+
+    def give_back(self) -> None:
+        self.inner.give_back()
 
 
 def run(scenario: Callable[[Gated, GroupCommitter], Any], storage: Storage) -> None:
@@ -332,8 +359,8 @@ async def held_first_commit(gated: Gated, committer: GroupCommitter) -> list[Any
     """One batch waits at the gate (as for another writer's lock) while three more queue;
     returns all four futures."""
     first = committer.submit([AppendEntry(0, b"{}")])
-    while gated.opened == 0:
-        await asyncio.sleep(0.001)  # the writer thread has taken the first batch
+    while gated.waiting == 0:
+        await asyncio.sleep(0.001)  # the writer has taken the first batch, waits for the lock
     rest = [
         committer.submit([AppendEntry(1, b"{}")]),
         committer.submit(lambda tx: tx.apply(AppendEntry(2, b"{}"))),  # a function of the tx
@@ -365,8 +392,14 @@ def test_a_failed_commit_refuses_its_batch_and_the_next_one_tries_again(storage:
         futures = await held_first_commit(gated, committer)
         results = await asyncio.gather(*futures, return_exceptions=True)
         assert isinstance(results[0], StorageError)
-        assert results[1:] == [None, None, None] and committer.failure is None
-        assert [i for i, _ in storage.entries(0, 9)] == [1, 2, 3]  # nothing of the failed one
+        assert all(r is None or isinstance(r, StorageError) for r in results)
+        kept = [n for n, result in enumerate(results) if result is None]
+        assert kept in ([1, 2, 3], [])  # queued behind it (a writer thread), or with it (turns)
+        assert [i for i, _ in storage.entries(0, 9)] == kept  # nothing of the failed batch
+        following = storage.tree_size()
+        await committer.submit([AppendEntry(following, b"{}")])  # the next batch commits
+        assert committer.failure is None
+        assert [i for i, _ in storage.entries(0, 9)] == [*kept, following]
 
     run(scenario, storage)
 

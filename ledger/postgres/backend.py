@@ -176,6 +176,10 @@ class PostgresStorage:
         with self.transaction():
             pass
 
+    def turns(self) -> None:
+        """Writes stay on the committer's writer thread: a transaction waits for the server."""
+        return None
+
     @contextmanager
     def transaction(self) -> Iterator[PostgresTransaction]:
         try:

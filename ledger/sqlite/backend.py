@@ -194,6 +194,9 @@ class SQLiteStorage:
                 raise
         metrics.sqlite_committed(committed)  # after the lock: the next writer need not wait
 
+    def turns(self) -> WriteLock:
+        return self._lock
+
     def _start_checkpointer(self) -> None:
         """The first write turns the writer's automatic checkpoint off and starts checkpoints
         outside the write lock (``ledger/sqlite/checkpointer.py``)."""
