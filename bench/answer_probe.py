@@ -30,7 +30,6 @@ import argparse
 import hashlib
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +86,7 @@ def hook_workers() -> None:
 
 
 def main() -> int:
-    from vs_etcd import _LUA_TENURE, show, tenure, wrk
+    from vs_etcd import alternate
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=int, default=10)
@@ -103,16 +102,7 @@ def main() -> int:
         MODE_ENV: chosen,
         "PYTHONPATH": f"{ROOT / 'bench' / 'probe_site'}{os.pathsep}{ROOT / 'bench'}",
     }
-    for _ in range(args.rounds):
-        for name, env in (("tenure", {}), ("probe", probe)):
-            os.environ.update(env)
-            try:
-                with tempfile.TemporaryDirectory() as tmp, tenure(Path(tmp), []) as served:
-                    url, key, pid = served
-                    show(wrk(name, url, _LUA_TENURE, args, {"KEY": key}, pid, lock=True))
-            finally:
-                for variable in env:
-                    os.environ.pop(variable, None)
+    alternate(args, "probe", probe)
     return 0
 
 

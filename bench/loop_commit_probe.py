@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +36,7 @@ def hook_workers() -> None:
 
 
 def main() -> int:
-    from vs_etcd import _LUA_TENURE, show, tenure, wrk
+    from vs_etcd import alternate
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=int, default=10)
@@ -49,16 +48,7 @@ def main() -> int:
         MODE_ENV: "1",
         "PYTHONPATH": f"{ROOT / 'bench' / 'probe_site'}{os.pathsep}{ROOT / 'bench'}",
     }
-    for _ in range(args.rounds):
-        for name, env in (("tenure", {}), ("writer thread", probe)):
-            os.environ.update(env)
-            try:
-                with tempfile.TemporaryDirectory() as tmp, tenure(Path(tmp), []) as served:
-                    url, key, pid = served
-                    show(wrk(name, url, _LUA_TENURE, args, {"KEY": key}, pid, lock=True))
-            finally:
-                for variable in env:
-                    os.environ.pop(variable, None)
+    alternate(args, "writer thread", probe)
     return 0
 
 

@@ -276,6 +276,21 @@ def interpreter() -> str:
     return f"Python {sys.version.split()[0]} at {sys.executable} ({where})"
 
 
+def alternate(args: argparse.Namespace, probe: str, env: dict[str, str]) -> None:
+    """``args.rounds`` times: the default ``tenure serve``, then the same with ``env`` added to
+    its environment (a probe's), each fresh, driven and printed as :func:`main` does tenure."""
+    for _ in range(args.rounds):
+        for name, extra in (("tenure", {}), (probe, env)):
+            os.environ.update(extra)
+            try:
+                with tempfile.TemporaryDirectory() as tmp, tenure(Path(tmp), []) as served:
+                    url, key, pid = served
+                    show(wrk(name, url, _LUA_TENURE, args, {"KEY": key}, pid, lock=True))
+            finally:
+                for variable in extra:
+                    os.environ.pop(variable, None)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=int, default=10, help="measured seconds per server")
