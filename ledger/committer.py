@@ -5,16 +5,16 @@ unit of work — a function of the open transaction, or a list of typed changes
 (``ledger/changes.py``) — and the writer runs everything queued since its last commit in ONE
 ``storage.transaction()``. A unit returns a value (the lease service's rendered answer); its
 future resolves with that value once the transaction is durable, and only then does the caller
-answer. A unit submitted with :meth:`GroupCommitter.submit_early` also gets the value as soon as
-the batch's statements have run, so that its caller can prepare (sign) the answer while the
-commit is made durable — and still sends nothing before (docs/decisions/0014).
+answer. A unit submitted with :meth:`GroupCommitter.submit_early` on a writer thread also gets
+the value as soon as the batch's statements have run, so that its caller can prepare (sign) the
+answer while the commit is made durable — and still sends nothing before (docs/decisions/0014).
 
 Where the backend's write lock can be lent (``Storage.turns``: SQLite), the batch is not written
 by that thread but by **the event loop itself** (docs/decisions/0017): a helper thread waits for
 the lock while the loop goes on reading requests into the batch, then the loop runs the whole
 batch in one transaction — no other thread of the process competes with it for the interpreter
-while the ledger is locked — gives the lock back and resolves the futures. Early futures then
-resolve with the durable ones.
+while the ledger is locked — gives the lock back and resolves the futures; ``submit_early``
+answers with the durable future there.
 
 If a commit fails, every unit of that batch gets :class:`~ledger.storage.StorageError` (503
 ``unknown`` at the edge): nothing of it is on disk and nothing in memory ran ahead of the disk
@@ -116,7 +116,11 @@ class GroupCommitter:
         the batch's statements have run — while its commit is still being made durable — and
         the second once it is durable (docs/decisions/0014). The caller may work on the value
         meanwhile (the lease route signs its answer) but must show nobody anything of it before
-        the second resolves: if the commit fails, the second fails, and the value never was."""
+        the second resolves: if the commit fails, the second fails, and the value never was.
+        On lent turns nothing of a batch overlaps its commit: both are the one durable future."""
+        if self._turns is not None:
+            durable = self.submit(work, prepare)
+            return durable, durable
         early: asyncio.Future[T] = self._loop.create_future()
         future: asyncio.Future[T] = self._loop.create_future()
         self._put((work, future, prepare, early))
@@ -141,7 +145,7 @@ class GroupCommitter:
         _prepare([item])  # here, on the loop, outside the lock
         self._units.append(item)
         if not self._asked:
-            self._ask(item)
+            self._ask()
 
     def _take_turns(self) -> None:
         """The helper thread: for each turn asked, wait for the lock, lend it to the loop."""
@@ -165,12 +169,13 @@ class GroupCommitter:
             self._turns.give_back()
         self._asked = False
         if self._units:
-            self._ask(self._units[0])
+            self._ask()
         _resolve(batch, results, error)
 
-    def _ask(self, item: _Item) -> None:
+    def _ask(self) -> None:
+        """Ask the helper for a turn (the queue's item is only its signal)."""
         self._asked, self._asked_at = True, metrics.commit_started()
-        self._queue.put(item)  # the helper's signal: a turn is wanted
+        self._queue.put(self._units[0])
 
     def _run(self) -> None:
         while True:
@@ -218,7 +223,7 @@ class GroupCommitter:
                 if hooks is not None:
                     hooks.begin(tx)
                 results = [_run_work(tx, work) for work, _, _, _ in batch]
-                if self._turns is None and any(item[3] is not None for item in batch):
+                if any(item[3] is not None for item in batch):
                     tx.flush()  # the callers work on their answers during the commit alone
                     self._loop.call_soon_threadsafe(_early, batch, results)
         except BaseException as error:  # any failure leaves the outcome unknown

@@ -47,11 +47,12 @@ def test_a_lent_lock_excludes_other_threads_and_processes_until_given_back(
     tmp_path: Path,
 ) -> None:
     lock = WriteLock(tmp_path)
-    lent, wrote, done, other_in = (threading.Event() for _ in range(4))
+    started, lent, wrote, done, other_in = (threading.Event() for _ in range(5))
     borrower: list[int] = []
 
     def borrow() -> None:  # stays alive throughout: a thread's ident is reused once it ends
         borrower.append(threading.get_ident())
+        started.set()
         lent.wait(5)
         with lock.held():  # under the loan: does not wait for itself
             wrote.set()
@@ -63,8 +64,7 @@ def test_a_lent_lock_excludes_other_threads_and_processes_until_given_back(
 
     thread = threading.Thread(target=borrow)
     thread.start()
-    while not borrower:
-        pass
+    assert started.wait(5)
     lock.lend(borrower[0])  # from this thread, for that one
     lent.set()
     assert wrote.wait(5)
@@ -87,7 +87,7 @@ def test_a_thread_waiting_for_the_lock_writes_under_a_loan_made_to_it_meanwhile(
     """The loop may write directly while the helper waits to lend it the lock: it must not wait
     for its own loan (that would never end)."""
     lock = WriteLock(tmp_path)
-    holder_in, holder_out, wrote = threading.Event(), threading.Event(), threading.Event()
+    holder_in, holder_out, wrote, waiting = (threading.Event() for _ in range(4))
     idents: list[int] = []
 
     def holder() -> None:  # another writer of this process holds the lock for a while
@@ -97,6 +97,7 @@ def test_a_thread_waiting_for_the_lock_writes_under_a_loan_made_to_it_meanwhile(
 
     def loop_thread() -> None:
         idents.append(threading.get_ident())
+        waiting.set()
         with lock.held():  # waits behind the holder, then finds the lock lent to it
             wrote.set()
 
@@ -105,8 +106,7 @@ def test_a_thread_waiting_for_the_lock_writes_under_a_loan_made_to_it_meanwhile(
     assert holder_in.wait(5)
     borrowing = threading.Thread(target=loop_thread)
     borrowing.start()
-    while not idents:
-        pass
+    assert waiting.wait(5)
     helper = threading.Thread(target=lock.lend, args=(idents[0],))
     helper.start()
     holder_out.set()  # the holder lets go: the helper's loan is made, the loop writes under it
@@ -152,11 +152,12 @@ def test_units_queued_behind_another_writer_commit_as_one_batch_on_the_loop(
         try:
             futures: list[Any] = [committer.submit([AppendEntry(n, b"{}")]) for n in range(5)]
             early, durable = committer.submit_early(lambda tx: tx.apply(AppendEntry(5, b"{}")))
-            await asyncio.sleep(0.05)
-            assert not any(f.done() for f in [*futures, early])  # all wait for the lock
+            assert early is durable  # on turns the answer is the durable one
+            await asyncio.sleep(0)  # the loop runs: the helper waits for the other writer
+            assert not any(f.done() for f in [*futures, early]) and committer.commits == 0
             release.set()
             value = await early
-            assert durable.done() and storage.tree_size() == 6  # the answer comes durable
+            assert storage.tree_size() == 6  # the answer comes durable
             await asyncio.gather(*futures)
             assert value is None and committer.commits == 1  # one transaction for all six
             assert hooks.began == [threading.get_ident()]  # on the loop's own thread
