@@ -14,7 +14,8 @@ by that thread but by **the event loop itself** (docs/decisions/0017): a helper 
 the lock while the loop goes on reading requests into the batch, then the loop runs the whole
 batch in one transaction — no other thread of the process competes with it for the interpreter
 while the ledger is locked — gives the lock back and resolves the futures; ``submit_early``
-answers with the durable future there.
+answers with the durable future there. The helper is asked once the loop has run the callbacks
+it already had (docs/decisions/0018), so a lock lent finds the loop free to write.
 
 If a commit fails, every unit of that batch gets :class:`~ledger.storage.StorageError` (503
 ``unknown`` at the edge): nothing of it is on disk and nothing in memory ran ahead of the disk
@@ -80,7 +81,9 @@ class GroupCommitter:
         self._units: list[_Item] = []
         """The loop's units waiting for its next turn (with lent turns)."""
         self._asked = False
-        """Whether the helper has been asked for a turn not yet run."""
+        """Whether a turn not yet run has been asked for (or is about to be)."""
+        self._ask_soon: asyncio.Handle | None = None
+        """The loop's callback that will ask, while it waits behind the loop's other work."""
         self._asked_at = 0.0
         """When it was asked: the turn's wait for the lock is measured from there."""
         target = self._run if self._turns is None else self._take_turns
@@ -134,7 +137,11 @@ class GroupCommitter:
 
     def close(self) -> None:
         """Stop the writer thread (or the helper) once what is queued is written; with lent
-        turns, a turn the helper already took runs when the loop next runs."""
+        turns, a turn the helper already took runs when the loop next runs. Called on the
+        loop's thread."""
+        if self._ask_soon is not None:  # units wait for an ask the loop has not run yet
+            self._ask_soon.cancel()
+            self._ask()
         self._queue.put(None)
         self._thread.join()
 
@@ -145,7 +152,8 @@ class GroupCommitter:
         _prepare([item])  # here, on the loop, outside the lock
         self._units.append(item)
         if not self._asked:
-            self._ask()
+            self._asked = True
+            self._ask_soon = self._loop.call_soon(self._ask)
 
     def _take_turns(self) -> None:
         """The helper thread: for each turn asked, wait for the lock, lend it to the loop."""
@@ -167,14 +175,17 @@ class GroupCommitter:
             results, error = self._commit(batch, self._asked_at)
         finally:
             self._turns.give_back()
-        self._asked = False
-        if self._units:
+        self._asked = bool(self._units)
+        if self._asked:
             self._ask()
         _resolve(batch, results, error)
 
     def _ask(self) -> None:
-        """Ask the helper for a turn (the queue's item is only its signal)."""
-        self._asked, self._asked_at = True, metrics.commit_started()
+        """Ask the helper for a turn (the queue's item is only its signal). The first unit
+        after a turn asks once the loop has run the callbacks it already had — the answers of
+        the batch just written: a lock lent then finds the loop free to write at once, where it
+        would otherwise hold the ledger's lock through that backlog (docs/decisions/0018)."""
+        self._ask_soon, self._asked_at = None, metrics.commit_started()
         self._queue.put(self._units[0])
 
     def _run(self) -> None:

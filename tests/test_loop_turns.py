@@ -17,13 +17,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ledger.calls import LeaseCall
 from ledger.changes import AppendEntry
 from ledger.committer import GroupCommitter
 from ledger.service import LeaseService
 from ledger.sqlite import SQLiteStorage
 from ledger.sqlite.writelock import LOCK_NAME, WriteLock
-from ledger.storage import Transaction, open_storage
+from ledger.storage import Transaction, Turns, open_storage
 from tests.names_key import NAMES
 
 SECRET = b"s" * 32
@@ -186,6 +188,70 @@ def test_a_lease_answer_on_lent_turns_is_made_from_a_durable_batch(tmp_path: Pat
             assert tokens == [1] * 20 and storage.tree_size() == 20
         finally:
             await service.stop()
+
+    asyncio.run(scenario())
+    storage.close()
+
+
+class Lending:
+    """A backend's lent turns, telling when the lock was lent."""
+
+    def __init__(self, inner: Turns) -> None:
+        self.inner, self.lent = inner, threading.Event()
+
+    def lend(self, thread: int) -> None:
+        self.inner.lend(thread)
+        self.lent.set()
+
+    def give_back(self) -> None:
+        self.inner.give_back()
+
+
+def test_a_turn_is_asked_for_once_the_loop_ran_what_it_already_had(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first unit after a turn asks for the ledger's lock only once the loop has run the
+    callbacks it already had — the answers of the batch just written (docs/decisions/0018): no
+    other writer waits on a lock lent to a loop still busy, and units those callbacks queue
+    join the same transaction."""
+    storage = open_storage(tmp_path, names=NAMES)
+    assert isinstance(storage, SQLiteStorage)
+    lending = Lending(storage.turns())
+    monkeypatch.setattr(storage, "turns", lambda: lending)
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        committer = GroupCommitter(storage, loop)
+        lent_meanwhile: list[bool] = []
+        late: list[Any] = []
+
+        def backlog() -> None:  # the loop is busy here: a turn asked already would be lent
+            lent_meanwhile.append(lending.lent.wait(0.5))
+            late.append(committer.submit([AppendEntry(1, b"{}")]))
+
+        loop.call_soon(backlog)
+        first = committer.submit([AppendEntry(0, b"{}")])
+        try:
+            await first
+            await late[0]
+            assert lent_meanwhile == [False] and lending.lent.is_set()
+            assert committer.commits == 1 and storage.tree_size() == 2
+        finally:
+            committer.close()
+
+    asyncio.run(scenario())
+    storage.close()
+
+
+def test_closing_with_a_turn_not_yet_asked_still_commits_the_units(tmp_path: Path) -> None:
+    storage = open_storage(tmp_path, names=NAMES)
+
+    async def scenario() -> None:
+        committer = GroupCommitter(storage, asyncio.get_running_loop())
+        future = committer.submit([AppendEntry(0, b"{}")])
+        committer.close()  # before the loop ran the callback that asks for the turn
+        await asyncio.wait_for(future, 5)
+        assert storage.tree_size() == 1
 
     asyncio.run(scenario())
     storage.close()
