@@ -161,6 +161,12 @@ class SQLiteStorage:
         cannot be opened raises :class:`StorageError` saying why."""
         try:
             writer, version = open_db(data_dir, names)
+            # The writer's statement journals (the old images of the pages one multi-row INSERT
+            # changes, to undo it alone) stay in memory: past 64 KiB one spilled to a file made
+            # and unlinked in the temp folder — once per batch of fresh grants, half of a
+            # worker's pwrites (docs/performance.md, thirteenth round). A batch's are bounded by
+            # its rows; migrations and VACUUM, whose grow with the ledger, ran before this.
+            writer.execute("PRAGMA temp_store=MEMORY")
             sealed = names if version >= NAMES_STEP else None
             return cls(data_dir / DB_NAME, writer, connect(data_dir / DB_NAME), sealed)
         except sqlite3.Error as error:

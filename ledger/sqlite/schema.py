@@ -39,12 +39,6 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA secure_delete=ON")  # freed pages are zeroed: no old names linger
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA busy_timeout=5000")
-    # Statement journals (the old images of the pages one multi-row INSERT changes, so that it
-    # can undo itself alone) stay in memory: by default one past 64 KiB spills to a file made
-    # and unlinked in the temp folder — once per batch of fresh grants, half of a worker's
-    # pwrite calls (docs/performance.md, thirteenth round) — and the ledger's pages stay in
-    # its folder.
-    conn.execute("PRAGMA temp_store=MEMORY")
     return conn
 
 
