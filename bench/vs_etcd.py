@@ -14,8 +14,8 @@ sealing, an eddsa-jcs-2022 receipt on every answer, one worker per core, the acc
 It prints both rates, both p99 latencies, each server's CPU per request (user + system time of
 the server and its worker processes over the run, from ``/proc``: steadier than the rates on a
 shared machine), the machine's idle and iowait shares over each run, tenure's ledger lock (held
-per event, how busy, the COMMIT's sync per group; ``bench/server_figures.py``) and, last, the
-ratio tenure/etcd. Every non-2xx answer is counted and reported: a refused request is not
+per event, how busy, the COMMIT's sync per group; ``bench/server_figures.py``), in how many
+rounds tenure was ahead and, last, the ratio tenure/etcd (of the rounds' mean rates). Every non-2xx answer is counted and reported: a refused request is not
 throughput. It installs nothing; when a tool is
 missing it says which package to install. The two servers run one after the other, never together,
 and ``--rounds`` alternates them to expose drift on a shared machine.
@@ -328,6 +328,8 @@ def main() -> int:
         ("tenure", tenure_rate, tenure_p99, tenure_cpu),
     ]:
         print(f"{name:<6} {rate:,.0f} req/s, p99 {p99:.1f} ms, server CPU {cpu:,.0f} µs/request")
+    ahead = sum(t.rate > e.rate for e, t in zip(etcd_figs, tenure_figs, strict=True))
+    print(f"rounds with tenure ahead: {ahead} of {len(etcd_figs)}")
     print(f"ratio tenure/etcd: {tenure_rate / etcd_rate:.2f}")
     return 0
 
