@@ -7,10 +7,15 @@ the way before it: a ``tenure serve`` whose processes load ``bench/probe_site/si
 which makes ``SQLiteStorage.turns`` answer ``None``, so every batch is written by the committer's
 writer thread while the loop signs the answers during the COMMIT (0014), as PostgreSQL's are.
 
+With ``--against ask-at-once`` the probe is the way before docs/decisions/0018 instead: lent
+turns, but the first unit after a turn asks the helper for the lock at once, not once the loop
+has run the callbacks it already had.
+
 Alternated fresh servers with ``bench/vs_etcd.py``'s load; each run printed by its ``show``:
 rate, p99, server CPU per request, the machine's idle share, the ledger lock's figures.
 
     .venv/bin/python bench/loop_commit_probe.py [--duration 10] [--rounds 5]
+                                                [--against writer-thread|ask-at-once]
 """
 
 from __future__ import annotations
@@ -19,20 +24,42 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 MODE_ENV = "TENURE_PROBE_LOOP_COMMIT"
-"""Set in the probe server's environment."""
+"""Set in the probe server's environment: the way it is measured against."""
+WAYS = ("writer-thread", "ask-at-once")
 
 
 def hook_workers() -> None:
-    """In a probe server's process (``bench/probe_site/sitecustomize.py``): no lent turns."""
+    """In a probe server's process (``bench/probe_site/sitecustomize.py``): no lent turns, or
+    lent turns asked for at once."""
+    if os.environ.get(MODE_ENV) == "ask-at-once":
+        _ask_at_once()
+        return
     from ledger.sqlite import SQLiteStorage
 
     setattr(SQLiteStorage, "turns", lambda self: None)  # noqa: B010
+
+
+def _ask_at_once() -> None:
+    from ledger import committer
+
+    def put(self: committer.GroupCommitter, item: Any) -> None:
+        if self._turns is None:
+            self._queue.put(item)
+            return
+        committer._prepare([item])
+        self._units.append(item)
+        if not self._asked:
+            self._asked = True
+            self._ask()
+
+    setattr(committer.GroupCommitter, "_put", put)  # noqa: B010
 
 
 def main() -> int:
@@ -42,13 +69,14 @@ def main() -> int:
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--against", choices=WAYS, default=WAYS[0])
     args = parser.parse_args()
     args.threads = 2  # vs_etcd.wrk's
     probe = {
-        MODE_ENV: "1",
+        MODE_ENV: args.against,
         "PYTHONPATH": f"{ROOT / 'bench' / 'probe_site'}{os.pathsep}{ROOT / 'bench'}",
     }
-    alternate(args, "writer thread", probe)
+    alternate(args, args.against, probe)
     return 0
 
 

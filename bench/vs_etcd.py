@@ -15,10 +15,11 @@ It prints both rates, both p99 latencies, each server's CPU per request (user + 
 the server and its worker processes over the run, from ``/proc``: steadier than the rates on a
 shared machine), the machine's idle and iowait shares over each run, tenure's ledger lock (held
 per event, how busy, the COMMIT's sync per group; ``bench/server_figures.py``), in how many
-rounds tenure was ahead and, last, the ratio tenure/etcd (of the rounds' mean rates). Every non-2xx answer is counted and reported: a refused request is not
-throughput. It installs nothing; when a tool is
-missing it says which package to install. The two servers run one after the other, never together,
-and ``--rounds`` alternates them to expose drift on a shared machine.
+rounds tenure was ahead and, last, the ratio tenure/etcd (of the rounds' mean rates). Every
+non-2xx answer is counted and reported: a refused request is not throughput. It installs
+nothing; when a tool is missing it says which package to install. The two servers run one
+after the other, never together, and ``--rounds`` alternates them to expose drift on a shared
+machine.
 
     .venv/bin/python bench/vs_etcd.py [--duration 10] [--connections 64] [--rounds 1]
 """

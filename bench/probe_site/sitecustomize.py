@@ -1,7 +1,7 @@
 """Loaded by every process of a probe's ``tenure serve`` (its PYTHONPATH): ``bench/
 sequencer_probe.py``'s sends lease calls to its sequencer, ``bench/answer_probe.py``'s answers
 grants at the cost native code would leave, ``bench/loop_commit_probe.py``'s writes its batches
-on a writer thread. Nothing else imports this."""
+on a writer thread or asks for its turns at once. Nothing else imports this."""
 
 import os
 
