@@ -32,6 +32,7 @@ from api.openapi import install_openapi
 from api.requests import RetryAfter, Runtime, limit_client, parse_json, read_body
 from api.responses import (
     JSON,
+    STORAGE_UNAVAILABLE,
     dumps,
     error_response,
     raw,
@@ -226,7 +227,10 @@ def _handlers(app: FastAPI) -> None:
     @app.exception_handler(StorageUnavailable)
     @app.exception_handler(StorageError)  # a read of a database that went away (PostgreSQL)
     async def unavailable(request: Request, error: Exception) -> Response:
-        return unknown_response(request, f"storage unavailable: {error}")
+        """The same words for every caller; what the backend said — which may name a database
+        host, port or user, or a file — goes to the operator's log only."""
+        logger.warning("storage unavailable on %s %s: %s", request.method, request.url.path, error)
+        return unknown_response(request, STORAGE_UNAVAILABLE)
 
 
 ENVELOPED = ("/api/v1/lease", "/api/v1/namespaces", "/api/v1/scopes", "/api/v1/verify-provenance")

@@ -162,6 +162,13 @@ def error_response(
     return respond(request, data, error.status, headers)
 
 
+STORAGE_UNAVAILABLE = (
+    "the ledger's storage is unavailable: the outcome is not known; retry (a lease call with the"
+    " same requestId is answered once)"
+)
+"""The message of every 503 ``storage_unavailable``: the cause is in the server's log."""
+
+
 def unknown_response(request: Request, message: str, status: int = 503) -> Response:
     data = {"status": "unknown", "error": {"code": "storage_unavailable", "message": message}}
     return respond(request, data, status, {"Retry-After": "1"})

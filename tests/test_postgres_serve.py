@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from api.responses import STORAGE_UNAVAILABLE
 from tests.conftest import ROOT, Server, lease, rid
 from tests.postgres import PostgresServer
 from verify.audit import audit, parse_lines
@@ -139,6 +140,8 @@ def test_a_lost_database_is_503_unknown_and_the_node_recovers_by_itself(
         lost = lease(api, "acquire", resource=rid(), holder="w1")
         assert lost.status_code == 503, lost.text
         assert lost.json()["data"]["status"] == "unknown"
+        # tenure's words for every caller: no database host, port or user; the cause is logged
+        assert lost.json()["data"]["error"]["message"] == STORAGE_UNAVAILABLE
         health = api.get("/healthz")
         assert health.status_code == 503 and health.json()["data"]["storage"] == "unavailable"
         read = api.get("/api/v1/log/entries", params={"start": 0, "end": 1})
@@ -150,6 +153,8 @@ def test_a_lost_database_is_503_unknown_and_the_node_recovers_by_itself(
         assert renewed.status_code == 200, renewed.text
         assert granted(lease(api, "acquire", resource=r, holder="w2"))["fencingToken"] == 2
         assert json.loads(api.get("/api/v1/log/checkpoint").text)["treeSize"] >= 3
+    logged = fresh_server.log.read_text()
+    assert "storage unavailable on POST /api/v1/lease/acquire: " in logged
 
 
 def _until_healthy(api: httpx.Client) -> None:
