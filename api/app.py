@@ -224,12 +224,15 @@ def _handlers(app: FastAPI) -> None:
             data = {"status": "unknown", "error": {"code": "internal", "message": message}}
             return raw({"data": data}, 500)
 
+    outage = access_log.Repeating(logger)
+
     @app.exception_handler(StorageUnavailable)
     @app.exception_handler(StorageError)  # a read of a database that went away (PostgreSQL)
     async def unavailable(request: Request, error: Exception) -> Response:
         """The same words for every caller; what the backend said — which may name a database
-        host, port or user, or a file — goes to the operator's log only."""
-        logger.warning("storage unavailable on %s %s: %s", request.method, request.url.path, error)
+        host, port or user, or a file — goes to the operator's log only (once per cause and
+        10 s: an outage fails every request)."""
+        outage.warning(f"storage unavailable on {request.method} {request.url.path}", str(error))
         return unknown_response(request, STORAGE_UNAVAILABLE)
 
 

@@ -13,7 +13,8 @@ import http
 import logging
 import re
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
+from time import monotonic
 from typing import Any, TextIO
 
 _NEEDLE = "/scopes/"  # in every path the pattern below rewrites
@@ -93,3 +94,29 @@ class AccessLog:
             stream.flush()
         except (OSError, ValueError):  # a closed or broken stdout: the lines are dropped
             pass
+
+
+class Repeating:
+    """A warning a failing backend may cause on every request: each new cause is logged at
+    once, the same cause again at most once per ``every`` seconds, saying how many were not."""
+
+    def __init__(
+        self, logger: logging.Logger, every: float = 10.0, clock: Callable[[], float] = monotonic
+    ) -> None:
+        self._logger, self._every, self._clock = logger, every, clock
+        self._cause: str | None = None
+        self._logged_at = 0.0
+        self._skipped = 0
+
+    def warning(self, what: str, cause: str) -> None:
+        """Log ``what: cause`` unless the same cause was logged less than ``every`` s ago."""
+        now = self._clock()
+        if cause == self._cause and now - self._logged_at < self._every:
+            self._skipped += 1
+            return
+        skipped = ""
+        if self._skipped:
+            which = "since" if cause == self._cause else "of the cause before"
+            skipped = f" ({self._skipped} more {which}, not logged)"
+        self._logger.warning("%s: %s%s", what, cause, skipped)
+        self._cause, self._logged_at, self._skipped = cause, now, 0

@@ -8,8 +8,9 @@ import logging
 from pathlib import Path
 
 import httpx
+import pytest
 
-from api.logs import FLUSH_SECONDS, AccessLog, RedactScopes
+from api.logs import FLUSH_SECONDS, AccessLog, RedactScopes, Repeating
 from tests.conftest import Server, rid
 
 LINE = '%s - "%s %s HTTP/%s" %d'
@@ -87,3 +88,34 @@ def test_a_default_server_logs_each_request_once_without_scope_names(
     assert log.count('"POST /api/v1/lease/acquire HTTP/1.1" 201 Created') == 1
     assert '"POST /api/v1/scopes/[scope]/release HTTP/1.1"' in log
     assert scope not in log
+
+
+def test_an_outage_logs_each_cause_once_per_interval_with_what_it_left_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [100.0]
+    logger = logging.getLogger("tenure.test_outage")
+    logger.addFilter(RedactScopes())
+    outage = Repeating(logger, every=10.0, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="tenure.test_outage"):
+        outage.warning("storage unavailable on POST /api/v1/lease/acquire", "pool timeout")
+        for _ in range(3):
+            now[0] += 3.0  # 9 s in all: within the interval
+            outage.warning("storage unavailable on POST /api/v1/lease/renew", "pool timeout")
+        outage.warning("storage unavailable on POST /api/v1/scopes/s3cret/release", "disk full")
+        now[0] += 10.0
+        outage.warning("storage unavailable on GET /api/v1/log/entries", "disk full")
+    assert [r.getMessage() for r in caplog.records] == [
+        "storage unavailable on POST /api/v1/lease/acquire: pool timeout",
+        "storage unavailable on POST /api/v1/scopes/[scope]/release: disk full"
+        " (3 more of the cause before, not logged)",  # a new cause: at once
+        "storage unavailable on GET /api/v1/log/entries: disk full",  # 10 s on, none left out
+    ]
+    outage.warning("storage unavailable on GET /healthz", "disk full")  # within 10 s: left out
+    now[0] += 10.0
+    with caplog.at_level(logging.WARNING, logger="tenure.test_outage"):
+        caplog.clear()
+        outage.warning("storage unavailable on GET /readyz", "disk full")
+    assert [r.getMessage() for r in caplog.records] == [
+        "storage unavailable on GET /readyz: disk full (1 more since, not logged)"
+    ]
