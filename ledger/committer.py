@@ -196,7 +196,7 @@ class GroupCommitter:
             batch = [item]
             self._stopping = self._drain(batch)
             _prepare(batch)
-            results, error = self._commit(batch)
+            results, error = self._commit(batch, join_late=True)
             self._loop.call_soon_threadsafe(_resolve, batch, results, error)
             if self._stopping:
                 return
@@ -215,22 +215,25 @@ class GroupCommitter:
         """Units queued while the batch waited for the ledger's lock join it: one fsync for them
         too, where they would wait out another writer's turn again (docs/decisions/0012).
         Their ``prepare`` runs now, inside the transaction, before the batch is decided."""
-        if self._stopping or self._turns is not None:  # the loop's batch: none can be late
+        if self._stopping:
             return
         first = len(batch)
         self._stopping = self._drain(batch)
         _prepare(batch[first:])
 
     def _commit(
-        self, batch: list[_Item], started: float | None = None
+        self, batch: list[_Item], started: float | None = None, join_late: bool = False
     ) -> tuple[list[Any], BaseException | None]:
-        """One transaction for ``batch``; ``started``: when its wait for the lock began."""
+        """One transaction for ``batch``; ``started``: when its wait for the lock began;
+        ``join_late``: the writer thread's units queued meanwhile join it (on lent turns the
+        loop could queue none, and the queue holds only the helper's signals)."""
         hooks = self._hooks
         started = metrics.commit_started() if started is None else started
         try:
             with self._storage.transaction() as tx:
                 metrics.transaction_opened(started)
-                self._join_late(batch)
+                if join_late:
+                    self._join_late(batch)
                 if hooks is not None:
                     hooks.begin(tx)
                 results = [_run_work(tx, work) for work, _, _, _ in batch]
