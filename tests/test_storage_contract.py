@@ -297,7 +297,8 @@ class Gated:
 
     def __init__(self, inner: Storage) -> None:
         self.inner = inner
-        self.waiting = 0
+        self.arrived = threading.Event()
+        """Set once a writer waits at the gate."""
         self.opened = 0
         self.gate = threading.Event()
         self.fail_next = False
@@ -321,7 +322,7 @@ class Gated:
             yield tx
 
     def wait(self) -> None:
-        self.waiting += 1
+        self.arrived.set()
         self.gate.wait(5)
 
     def __getattr__(self, name: str) -> Any:
@@ -359,8 +360,7 @@ async def held_first_commit(gated: Gated, committer: GroupCommitter) -> list[Any
     """One batch waits at the gate (as for another writer's lock) while three more queue;
     returns all four futures."""
     first = committer.submit([AppendEntry(0, b"{}")])
-    while gated.waiting == 0:
-        await asyncio.sleep(0.001)  # the writer has taken the first batch, waits for the lock
+    assert await asyncio.to_thread(gated.arrived.wait, 5)  # the first batch waits for the lock
     rest = [
         committer.submit([AppendEntry(1, b"{}")]),
         committer.submit(lambda tx: tx.apply(AppendEntry(2, b"{}"))),  # a function of the tx
