@@ -106,6 +106,14 @@ class Cluster:
         return f"\0tenure/{self._tag}/{worker}"
 
 
+def serving(data_dir: Path) -> bool:
+    """Whether a live worker process serves the ledger folder ``data_dir`` now."""
+    run = data_dir / RUN_DIR
+    if not run.is_dir():
+        return False
+    return any(lock_held(path) for path in run.glob("*.lock") if path.name != LEADER_LOCK)
+
+
 def _lock_file(path: Path) -> int:
     return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
 

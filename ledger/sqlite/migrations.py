@@ -120,13 +120,17 @@ def _node_table(conn: sqlite3.Connection) -> None:
     append_only(conn, "tree_nodes")
 
 
-def migrate(conn: sqlite3.Connection, names: NameCodec | None) -> int:
+def migrate(
+    conn: sqlite3.Connection, names: NameCodec | None, served: Callable[[], bool] = lambda: False
+) -> int:
     """Bring the schema to SCHEMA_VERSION, each step in its own transaction; steps 3 to 5 (the
     names sealed, then the tables holding them) run only with the names key: without it the
     schema stays before the first of them not yet run, and only what holds no names can be
-    used. The version reached is returned."""
+    used. Each step reads the version inside its transaction, so two processes opening one
+    folder at once run each step once. A step is never run while ``served()`` (a server of an
+    older version is using the folder). The version reached is returned."""
     db = sqlite_utils.Database(conn)
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    version = _version(conn)
     if version > SCHEMA_VERSION:
         raise StorageError(f"ledger schema {version} is newer than this server ({SCHEMA_VERSION})")
     steps: list[Callable[[], None] | None] = [
@@ -136,25 +140,42 @@ def migrate(conn: sqlite3.Connection, names: NameCodec | None) -> int:
         lambda: node_positions(conn),
     ]
     reached = version
-    for step in range(version, len(steps)):
-        run = steps[step]
-        if run is None:
-            break
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            run()
-            conn.execute(f"PRAGMA user_version={step + 1}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        reached = step + 1
+    while reached < len(steps) and steps[reached] is not None:
+        if reached > 0 and served():
+            raise StorageError(
+                f"the ledger's schema is {reached} and this tenure's is {SCHEMA_VERSION}, but a"
+                " running tenure of the older version serves this folder: stop it, then start"
+                " this version to upgrade the ledger"
+            )
+        reached = _run_step(conn, steps)
     if version < NAMES_STEP <= reached and version > 0:
         scrub(conn)
     if names is not None:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (NAMES_CHECK,)).fetchone()
         check_key(names, None if row is None else str(row[0]))
     return reached
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _run_step(conn: sqlite3.Connection, steps: list[Callable[[], None] | None]) -> int:
+    """Run the step the ledger is at now (another process may have run the one this process
+    saw); the version reached."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        step = _version(conn)
+        run = steps[step] if step < len(steps) else None
+        if run is not None:
+            run()
+            step += 1
+            conn.execute(f"PRAGMA user_version={step}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return step
 
 
 def _keyed_steps(
