@@ -1,6 +1,7 @@
 """The `tenure` command: serve, apikey, and the operator's tools.
 
-Exit codes: 0 success, 1 the operation failed, 2 bad usage.
+Exit codes: 0 success, 1 the operation failed, 2 bad usage (or the extra a command needs is
+not installed).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from api import admin_cli, monitor, serve_cli
+from api import admin_cli, extras, monitor, serve_cli
 from api.lease_run import add_lease_parser, lease_main, split_command
 from api.mcp_cli import add_mcp_parser, mcp_main
 
@@ -32,6 +33,22 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv, command = split_command(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
+    name = " ".join([args.command, *([args.action] if args.command == "lease" else [])])
+    problem = extras.problem(name)
+    if problem is not None:
+        print(f"tenure: {problem}", file=sys.stderr)
+        return 2
+    try:
+        return _run(args, argv, command)
+    except ModuleNotFoundError as error:
+        if not extras.third_party(error):
+            raise
+        print(f"tenure: {extras.install_hint(name, [str(error.name)])}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace, argv: list[str], command: list[str]) -> int:
+    """The subcommand's own main."""
     if args.command == "serve":
         return serve_cli.serve_main(args, argv[1:])
     if args.command == "apikey":
