@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 PATH = "/mcp"
 INTERNAL_URL = "http://tenure.internal"  # never resolved: the transport is the app itself
 ENVELOPE_BYTES = 64 * 1024  # JSON-RPC around the largest tool argument, a 1 MiB document
+ONLY_POST = (
+    "/mcp answers POST only: tenure sends no server-initiated messages, so there is no stream "
+    "to GET and no session to DELETE"
+)
 logger = logging.getLogger("tenure")
 
 Sessions = Callable[[], AbstractAsyncContextManager[None]]
@@ -80,6 +84,10 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
+        if request.method != "POST":  # no stream to open: see docs/decisions/0008
+            refusal = InputError("method_not_allowed", ONLY_POST, status=405)
+            await error_response(request, refusal, {"Allow": "POST"})(scope, receive, send)
+            return
         try:
             _authenticate(request)
         except InputError as error:
