@@ -86,7 +86,7 @@ def test_clean_log_passes_and_resumes_exactly(
     assert monitor(capsys, log_a.url, "--state", str(whole), "--keys", str(keys))[0] == 0
     resumed, once = json.loads(state.read_text()), json.loads(whole.read_text())
     assert resumed["frontier"] == once["frontier"] and resumed["invariants"] == once["invariants"]
-    assert len(resumed["invariants"]) == 5  # five resources, none holding a lease now
+    assert len(resumed["invariants"]["resources"]) == 5  # five lifecycles still running
     assert MonitorState.from_data(resumed).seen is not None
 
 
@@ -233,6 +233,6 @@ def test_unreachable_log_and_bad_state_file(
     code, events = monitor(capsys, dead)
     assert code == 3 and events[-1]["event"] == "unavailable"
     state = tmp_path / "state.json"
-    state.write_text('{"type": "tenure-monitor-state", "version": 1}')
+    state.write_text('{"type": "tenure-monitor-state", "version": 2}')
     assert main(["monitor", dead, "--state", str(state), "--once"]) == 2
     assert "state file has the wrong shape" in capsys.readouterr().err

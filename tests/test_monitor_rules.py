@@ -158,7 +158,7 @@ def test_out_of_protocol_answers_and_state_files_are_malformed() -> None:
         monitor.entries(new, {"entries": []})
     follow(state, ledger, 3)
     data = state.as_data()
-    for broken in ({**data, "frontier": data["frontier"][:1]}, {**data, "version": 2}, []):
+    for broken in ({**data, "frontier": data["frontier"][:1]}, {**data, "version": 1}, []):
         with pytest.raises(MalformedInput):
             MonitorState.from_data(broken)
 

@@ -1,13 +1,18 @@
 """The lease invariants of DESIGN §2, replayed over a ledger's entries in index order.
 
-Rules checked per (tenant, resource), each flagged with the entry index it concerns:
+Rules checked, each flagged with the entry index it concerns:
+
+* entries' times never go backwards in index order (DESIGN §6, ``time-order``): liveness is
+  judged at each entry's own time, so a backdated entry could otherwise make room for a grant;
+
+Per (tenant, resource):
 
 * fencing tokens of grants strictly increase (rule 2); a grant's ``leaseId`` is its own index;
 * no grant finds ``capacity`` leases live (rule 1): a lease is live from its grant until the
   entry that ends it or its ``expiresAt``, whichever comes first (rule 7);
 * every later event names a granted, unended lease with its owner digest (rule 3);
 * renew, release, complete, scope release and an operator's revoke (decisions/0011) happen
-  before the lease's expiry (rule 3), an expire not before it (rule 7);
+  before the lease's expiry (rule 3), an expire not before it (rule 7), none before the grant;
 * no ``expiresAt`` passes ``absoluteExpiresAt`` (rule 5), which is constant within a lifecycle;
 * no grant follows a completion in the same lifecycle (rule 10).
 
@@ -16,11 +21,14 @@ Warning (not a violation): a fencing token that skips a value, a grant the expor
 Pure and I/O-free: :class:`Rules` takes decoded :class:`Event` values and reports through the
 two callbacks it is given; the audit (``verify.audit``) decides what a report holds. Its state
 round-trips through JSON (``state_data``/``restore``), so an incremental checker (the monitor)
-resumes exactly where it stopped.
+resumes exactly where it stopped. ``forget_ended`` bounds that state by what is live: a resource
+with no lease left and no running lifecycle shrinks to its highest fencing token, and only the
+``keep`` most recently ended ones are remembered at all.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import astuple, dataclass, field
 from typing import Any
@@ -60,6 +68,8 @@ class _Lease:
     absolute: str
     capacity: int
     scope: str | None
+    granted: str
+    """The grant's time: no later event of the lease is dated before it."""
 
 
 @dataclass(slots=True)
@@ -79,9 +89,24 @@ class Rules:
         self.violation = violation
         self.warning = warning
         self.resources: dict[tuple[str, str], _Resource] = {}
+        self.dormant: dict[tuple[str, str], int] = {}
+        """Ended resources' highest fencing tokens, the most recently ended last."""
+        self.last_time = ""
+        self.last_index: int | None = None
+        """The latest entry time seen so far, and the index of the entry that carried it."""
 
-    def state_data(self) -> list[list[Any]]:
-        """Every resource's state as JSON-ready lists (the order ``restore`` reads)."""
+    def state_data(self) -> dict[str, Any]:
+        """The whole state as JSON-ready data (the shape ``restore`` reads)."""
+        return {
+            "time": self.last_time,
+            "index": self.last_index,
+            "resources": self._resource_data(),
+            "dormant": [
+                [tenant, resource, token] for (tenant, resource), token in self.dormant.items()
+            ],
+        }
+
+    def _resource_data(self) -> list[list[Any]]:
         return [
             [
                 tenant,
@@ -96,19 +121,42 @@ class Rules:
             for leases in ([[token, *astuple(lease)] for token, lease in res.leases.items()],)
         ]
 
-    def restore(self, data: list[list[Any]]) -> None:
-        """Take back a ``state_data`` (ValueError/TypeError if it has another shape)."""
+    def restore(self, data: dict[str, Any]) -> None:
+        """Take back a ``state_data`` (ValueError/TypeError/KeyError if it has another shape)."""
         resources: dict[tuple[str, str], _Resource] = {}
-        for tenant, resource, max_token, capacity, end, completed, leases in data:
+        for tenant, resource, max_token, capacity, end, completed, leases in data["resources"]:
             res = _Resource(int(max_token), int(capacity), end, bool(completed))
             res.leases = {int(row[0]): _Lease(*row[1:]) for row in leases}
             resources[(str(tenant), str(resource))] = res
-        self.resources = resources
+        dormant = {(str(t), str(r)): int(token) for t, r, token in data["dormant"]}
+        index = data["index"]
+        self.last_time, self.last_index = str(data["time"]), None if index is None else int(index)
+        self.resources, self.dormant = resources, dormant
+
+    def forget_ended(self, keep: int) -> None:
+        """Shrink each resource with no lease left and no running lifecycle to its highest
+        fencing token; remember only the ``keep`` most recently ended of those."""
+        now, dormant = self.last_time, self.dormant
+        ended = [
+            key
+            for key, res in self.resources.items()
+            if not res.leases and (res.lifecycle_end is None or res.lifecycle_end <= now)
+        ]
+        for key in ended:
+            dormant.pop(key, None)
+            dormant[key] = self.resources.pop(key).max_token
+        for key in list(itertools.islice(dormant, max(0, len(dormant) - keep))):
+            del dormant[key]
 
     def apply(self, ev: Event) -> None:
+        if ev.time < self.last_time:  # DESIGN §6: liveness is judged at each entry's time
+            message = f"time {ev.time} is before {self.last_time} of entry {self.last_index}"
+            self.flag(ev, "time-order", message)
+        else:
+            self.last_time, self.last_index = ev.time, ev.index
         res = self.resources.get(ev.key)
         if res is None:
-            res = self.resources[ev.key] = _Resource()
+            res = self.resources[ev.key] = _Resource(self.dormant.pop(ev.key, 0))
         if ev.expires > ev.absolute:  # rule 5 and the lifecycle of §1
             self.flag(ev, "lifecycle", f"expiresAt {ev.expires} > absoluteExpiresAt {ev.absolute}")
         if ev.kind == "acquire":
@@ -130,7 +178,7 @@ class Rules:
         self.lifecycle(res, ev)
         self.capacity(res, ev)
         lease = _Lease(
-            ev.index, ev.holder, ev.owner, ev.expires, ev.absolute, ev.capacity, ev.scope
+            ev.index, ev.holder, ev.owner, ev.expires, ev.absolute, ev.capacity, ev.scope, ev.time
         )
         res.leases[ev.token] = lease
         res.capacity = ev.capacity
@@ -164,6 +212,8 @@ class Rules:
             self.flag(ev, "not-live", f"{ev.kind} of fencing token {ev.token}, which {what}")
             return
         self.same_lease(lease, ev)
+        if ev.time < lease.granted:
+            self.flag(ev, "before-grant", f"{ev.kind} at {ev.time}, granted at {lease.granted}")
         if ev.kind == "expire":
             if ev.time < lease.expires:  # rule 7: only the server's clock past expiresAt
                 self.flag(ev, "early-expire", f"expired at {ev.time}, before {lease.expires}")

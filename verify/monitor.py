@@ -16,7 +16,9 @@ it. For each newer checkpoint a log serves it checks, in order:
 
 The first four are fatal: the state does not advance past a checkpoint that fails them. Lease
 findings are not: the log did sign that history, so the checkpoint is sealed and the findings are
-reported. :class:`MonitorState` round-trips through JSON, so a restarted monitor resumes exactly.
+reported (the first ``MAX_FINDINGS`` of a round, then how many more). :class:`MonitorState`
+round-trips through JSON, so a restarted monitor resumes exactly; it holds the live leases and
+the ``DORMANT_KEPT`` most recently ended resources' fencing tokens, not every resource ever seen.
 Pure: no sockets, files or clock; ``api/monitor.py`` does the I/O.
 """
 
@@ -37,7 +39,11 @@ from verify.rfc9162 import EMPTY_ROOT, leaf_hash, node_hash, verify_consistency
 __all__ = ["Finding", "Monitor", "MonitorState", "Seen", "Violation"]
 
 STATE_TYPE = "tenure-monitor-state"
-STATE_VERSION = 1
+STATE_VERSION = 2
+MAX_FINDINGS = 1000
+"""Lease findings a round lists; a hostile log cannot grow the monitor's memory with them."""
+DORMANT_KEPT = 10_000
+"""Ended resources whose highest fencing token the state keeps (the most recently ended)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +99,7 @@ class MonitorState:
     seen: Seen | None = None
     frontier: list[bytes] = field(default_factory=list)
     """The compact range over [0, seen.size): perfect subtree roots, largest first (§2.1.1)."""
-    rules: list[list[Any]] = field(default_factory=list)
+    rules: dict[str, Any] = field(default_factory=lambda: Rules(_ignore, _ignore).state_data())
     findings: int = 0
     """Lease findings reported so far (they do not stop the monitor)."""
 
@@ -119,7 +125,7 @@ class MonitorState:
             seen = None if data["checkpoint"] is None else seen_of(data["checkpoint"])
             frontier = [_b64(h, "frontier hash") for h in data["frontier"]]
             trusted = [str(did) for did in data["trusted"]]
-            state = cls(trusted, seen, frontier, list(data["invariants"]), int(data["findings"]))
+            state = cls(trusted, seen, frontier, dict(data["invariants"]), int(data["findings"]))
             Rules(_ignore, _ignore).restore(state.rules)
         except (KeyError, TypeError, ValueError) as e:
             raise MalformedInput(f"state file has the wrong shape: {e}") from e
@@ -157,6 +163,8 @@ class Monitor:
         self.rules = Rules(self._flag, _ignore)
         self.rules.restore(state.rules)
         self.found: list[Finding] = []
+        self.omitted = 0
+        """Findings past ``MAX_FINDINGS`` this round: counted, not kept."""
 
     def checkpoint(self, data: Any) -> Seen:
         """Verify a served checkpoint against the trusted keys and the one seen before."""
@@ -228,9 +236,14 @@ class Monitor:
             raise Violation(Finding("entries-root", message, None, {"served": new.as_data()}))
         state = self.state
         state.seen, state.frontier = new, list(self.frontier)
+        self.rules.forget_ended(DORMANT_KEPT)
         state.rules = self.rules.state_data()
-        state.findings += len(self.found)
+        state.findings += len(self.found) + self.omitted
         found, self.found = self.found, []
+        if self.omitted:
+            message = f"{self.omitted} more findings in this round are not listed"
+            found.append(Finding("findings-omitted", message))
+            self.omitted = 0
         return found
 
     def _check_record(self, data: dict[str, Any], new: Seen) -> None:
@@ -258,7 +271,10 @@ class Monitor:
         self.size += 1
 
     def _flag(self, index: int | None, check: str, message: str) -> None:
-        self.found.append(Finding(check, message, index))
+        if len(self.found) < MAX_FINDINGS:
+            self.found.append(Finding(check, message, index))
+        else:
+            self.omitted += 1
 
 
 def _range_root(hashes: list[bytes]) -> bytes:
