@@ -29,6 +29,8 @@ from pathlib import Path
 
 RUN_DIR = "run"
 LEADER_LOCK = "leader.lock"
+KEYS_FILE = "keys.fingerprint"
+"""Names the keys folder the ledger folder was first served with (``keyring.keys_fingerprint``)."""
 
 
 class Cluster:
@@ -112,6 +114,31 @@ def serving(data_dir: Path) -> bool:
     if not run.is_dir():
         return False
     return any(lock_held(path) for path in run.glob("*.lock") if path.name != LEADER_LOCK)
+
+
+def claim_keys(data_dir: Path, fingerprint: str) -> None:
+    """Bind the ledger folder to the keys folder named by ``fingerprint`` (the first to claim it
+    wins) and refuse another: its pseudonyms and names would not be this ledger's. Raises
+    :class:`ValueError` saying so."""
+    path = data_dir / KEYS_FILE
+    if not path.exists():
+        tmp = data_dir / f".{KEYS_FILE}.{secrets.token_hex(4)}"
+        with tmp.open("w", encoding="ascii") as handle:
+            handle.write(fingerprint + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())  # never linked half-written
+        try:
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)  # first wins, whole or not at all
+        finally:
+            tmp.unlink()
+    found = path.read_text(encoding="ascii").strip()
+    if found != fingerprint:
+        raise ValueError(
+            f"the ledger in {data_dir} is served with another keys folder (fingerprint"
+            f" {found[:12]}…, this one's {fingerprint[:12]}…): start with the keys folder it"
+            " was first served with"
+        )
 
 
 def _lock_file(path: Path) -> int:
