@@ -258,8 +258,9 @@ def query_refusal(problem: Any) -> InputError:
     if kind == "missing":
         return InputError("missing", f"{field} is required", field, status=400)
     ctx = problem.get("ctx") or {}
-    if "ge" in ctx:
-        rule = f"{field} must be an integer ≥ {ctx['ge']}"
+    if "ge" in ctx or "le" in ctx:  # FastAPI names only the bound that was missed
+        bound = f"≥ {ctx['ge']}" if "ge" in ctx else f"≤ {ctx['le']}"
+        rule = f"{field} must be an integer {bound}"
         return InputError("out_of_range", rule, field, status=400)
     return InputError("wrong_type", f"{field} must be an integer", field, status=400)
 
@@ -278,6 +279,7 @@ def _routes(app: FastAPI, settings: Settings) -> None:
         report = await verifier.verify(document, trusted, _entry_named_by(log, document))
         return respond(request, report.as_data(), 200)
 
+    @app.head("/healthz", include_in_schema=False)  # load balancers' health checks send HEAD
     @app.get("/healthz")
     async def healthz(request: Request) -> Response:
         """Liveness, storage and background-task health."""

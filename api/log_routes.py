@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import Response
 
+from api.refusals import MAX_SAFE_INTEGER
 from api.requests import limit_client
 from api.responses import raw
 from api.schemas import InputError
@@ -15,7 +16,10 @@ from ledger.runtime import Runtime
 from verify.jsonld import bundled_contexts
 from verify.receipt import CONTEXTS, VC_CONTEXT
 
-NonNegative = Annotated[int, Query(ge=0)]
+NonNegative = Annotated[int, Query(ge=0, le=MAX_SAFE_INTEGER)]
+"""An index or size: beyond I-JSON's integers no tree reaches, and no backend stores it."""
+Positive = Annotated[int, Query(ge=1, le=MAX_SAFE_INTEGER)]
+PageSize = Annotated[int, Query(ge=1, le=100)]
 LIMITED = [Depends(limit_client)]  # no tenant here: rate-limited per client address
 
 
@@ -44,7 +48,7 @@ def log_routes(app: FastAPI) -> None:
 
     @app.get("/api/v1/log/checkpoints", dependencies=LIMITED)
     async def checkpoints(
-        request: Request, start: NonNegative = 0, limit: Annotated[int, Query()] = 100
+        request: Request, start: NonNegative = 0, limit: PageSize = 100
     ) -> Response:
         """Stored signed checkpoints of tree size ≥ `start`, smallest first, `limit` ≤ 100 a
         page; `next` is the `start` of the following page (null at the end)."""
@@ -69,7 +73,7 @@ def log_routes(app: FastAPI) -> None:
     async def inclusion(
         request: Request,
         index: NonNegative,
-        tree_size: Annotated[int, Query(alias="treeSize", ge=0)],
+        tree_size: Annotated[int, Query(alias="treeSize", ge=1, le=MAX_SAFE_INTEGER)],
     ) -> Response:
         """RFC 9162 inclusion proof (audit path) of entry `index` in the tree of `treeSize`."""
         try:
@@ -78,7 +82,7 @@ def log_routes(app: FastAPI) -> None:
             raise out_of_range(error) from error
 
     @app.get("/api/v1/log/proof/consistency", dependencies=LIMITED)
-    async def consistency(request: Request, first: NonNegative, second: NonNegative) -> Response:
+    async def consistency(request: Request, first: Positive, second: Positive) -> Response:
         """RFC 9162 consistency proof between the trees of sizes `first` and `second`."""
         try:
             return raw(_log(request).consistency(first, second))

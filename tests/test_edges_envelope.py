@@ -8,6 +8,8 @@ import pytest
 
 from verify.receipt import verify_receipt
 
+SAFE = "an integer ≤ 9007199254740991"  # 2**53 - 1: I-JSON's integers, and no tree is larger
+
 
 def signed_refusal(response: httpx.Response, status: int, code: str) -> dict[str, str]:
     assert response.status_code == status, response.text
@@ -53,6 +55,10 @@ def test_elsewhere_404_keeps_the_plain_shape(api: httpx.Client) -> None:
         ("/api/v1/log/proof/inclusion", {"index": 0}, "treeSize", "treeSize is required"),
         ("/api/v1/log/bundle/-1", {}, "index", "index must be an integer ≥ 0"),
         ("/api/v1/log/entries", {"start": 10**9}, "start", None),
+        ("/api/v1/log/checkpoints", {"start": 2**63}, "start", f"start must be {SAFE}"),
+        ("/api/v1/log/entries", {"start": 0, "end": 2**64}, "end", f"end must be {SAFE}"),
+        ("/api/v1/log/checkpoints", {"limit": 0}, "limit", "limit must be an integer ≥ 1"),
+        ("/api/v1/log/checkpoints", {"limit": 101}, "limit", "limit must be an integer ≤ 100"),
     ],
 )
 def test_query_parameter_errors_are_one_400_naming_the_parameter(
