@@ -27,6 +27,8 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+from ledger.storage import StorageError
+
 RUN_DIR = "run"
 LEADER_LOCK = "leader.lock"
 KEYS_FILE = "keys.fingerprint"
@@ -34,9 +36,15 @@ KEYS_FILE = "keys.fingerprint"
 
 
 class Cluster:
-    """This process's membership of the ledger folder ``data_dir``."""
+    """This process's membership of the ledger folder ``data_dir``; ``keys`` (the keys folder's
+    fingerprint) is refused if the folder is bound to another (:func:`claim_keys`)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, keys: str | None = None) -> None:
+        if keys is not None:
+            try:
+                claim_keys(data_dir, keys)
+            except ValueError as error:
+                raise StorageError(str(error)) from error
         self.worker = secrets.token_hex(8)
         self._run = data_dir / RUN_DIR
         self._run.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -70,7 +70,7 @@ def open_membership(data_dir: Path, database: str | None, keys: str) -> Membersh
         return PostgresMembership(database, keys)
     from ledger.cluster import Cluster
 
-    return Cluster(data_dir)
+    return Cluster(data_dir, keys)
 
 
 def open_seal_turn(data_dir: Path, database: str | None) -> SealTurn:
