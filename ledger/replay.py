@@ -1,16 +1,18 @@
 """Rule 12 inside the transaction: a call whose requestId was seen before is answered as then.
 
 The stored answer comes back marked ``replayed``; the same requestId with other input is an
-idempotency conflict. A replayed grant never tells its caller it holds a lease that has since
-ended (docs/decisions/0007): ``leaseLive`` and ``granted`` say whether it still does, and a fresh
-grant's owner token, derived from the requestId, is handed back only while it does.
+idempotency conflict. A replayed grant or renewal never tells its caller it holds a lease that
+has since ended (docs/decisions/0007): ``leaseLive`` says whether it still does; if not, the
+outcome is ``LOST``. A fresh grant's owner token, derived from the requestId, is handed back only
+while it does. Every other replay is the first answer as it was.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledger import leases
+from ledger.answers import GRANTING
 from ledger.calls import Answer, LeaseCall, owner_digest
 from ledger.leases import Decision, Outcome, Resource
 
@@ -29,16 +31,31 @@ def replayed(decider: Decider, call: LeaseCall, digest: bytes, now: int) -> Answ
         decision = Decision(Outcome.IDEMPOTENCY_CONFLICT, witnesses=[witness])
         return Answer(decider.render(call, res, decision, now), decision.outcome)
     data = {**known.answer, "replayed": True}
+    if Outcome(data["outcome"]) not in GRANTING:
+        return Answer(data, Outcome(data["outcome"]))  # exactly what the first answer said
+    # DESIGN rule 12: a replay never tells a caller it holds a lease that has ended
+    fresh = data["outcome"] == Outcome.GRANTED
+    token = decider.owner_token(call, None) if fresh else call.owner_token
+    live = token is not None and _holds(res, token, data["fencingToken"], now)
+    data["leaseLive"] = live
+    if not live:
+        return Answer(_ended(data), Outcome.LOST)
     answer = Answer(data, Outcome(data["outcome"]))
-    if data.get("granted") is True and "fencingToken" in data:
-        # DESIGN rule 12: a replay never tells a caller it holds a lease that has ended
-        fresh = data["outcome"] == Outcome.GRANTED
-        token = decider.owner_token(call, None) if fresh else call.owner_token
-        live = token is not None and _holds(res, token, data["fencingToken"], now)
-        data["leaseLive"] = live
-        data["granted"] = live
-        answer.replay_owner_token = token if live and fresh else None
+    answer.replay_owner_token = token if fresh else None
     return answer
+
+
+def _ended(data: dict[str, Any]) -> dict[str, Any]:
+    """A replayed grant or renewal whose lease has since ended: ``LOST``, as a renew of it
+    would say, with the first answer's outcome kept as ``firstOutcome`` (0007)."""
+    witness = {"rule": "idempotency", "reason": "replayed: the lease it gave has since ended"}
+    return data | {
+        "status": "fail",
+        "outcome": Outcome.LOST.value,
+        "firstOutcome": data["outcome"],
+        "granted": False,
+        "witnesses": [*data.get("witnesses", []), witness],
+    }
 
 
 def _holds(res: Resource, token: str, fencing_token: object, now: int) -> bool:

@@ -66,8 +66,11 @@ def test_a_replay_never_claims_a_lease_that_has_ended(app: tuple[TestClient, Clo
     body = {"resource": rid(), "holder": "w", "requestId": rid("req"), "ttlSeconds": 5}
     first = acquire(client, **body)
     clock.now += 5_000  # expired on the fixed clock
-    replay = acquire(client, **body)
-    assert replay["replayed"] is True and replay["leaseLive"] is False
+    answer = lease(client, "acquire", **body)
+    replay = answer.json()["data"]
+    assert answer.status_code == 409 and replay["replayed"] is True
+    assert replay["outcome"] == "LOST" and replay["status"] == "fail"
+    assert replay["firstOutcome"] == "GRANTED" and replay["leaseLive"] is False
     assert (
         replay["granted"] is False
         and "ownerToken" not in replay
@@ -76,7 +79,34 @@ def test_a_replay_never_claims_a_lease_that_has_ended(app: tuple[TestClient, Clo
     again = {**body, "requestId": rid("req")}
     taken = acquire(client, **again)  # the slot is free again and a new grant is the proof
     assert taken["outcome"] == "GRANTED" and taken["fencingToken"] == first["fencingToken"] + 1
-    assert acquire(client, **body)["leaseLive"] is False  # another's lease is not this one
+    assert acquire(client, **body)["outcome"] == "LOST"  # another's lease is not this one
+
+
+def test_a_replayed_renewal_of_an_ended_lease_says_lost(app: tuple[TestClient, Clock]) -> None:
+    client, clock = app
+    first = acquire(client, resource=rid(), holder="w", ttlSeconds=5)
+    renew = {"resource": first["resource"], "ownerToken": first["ownerToken"]}
+    renew |= {"requestId": rid("req"), "ttlSeconds": 5}
+    assert lease(client, "renew", **renew).json()["data"]["outcome"] == "RENEWED"
+    live = lease(client, "renew", **renew).json()["data"]
+    assert live["outcome"] == "RENEWED" and live["leaseLive"] is True
+    clock.now += 5_000
+    answer = lease(client, "renew", **renew)
+    ended = answer.json()["data"]
+    assert answer.status_code == 409 and ended["outcome"] == "LOST"
+    assert ended["firstOutcome"] == "RENEWED" and ended["granted"] is False
+
+
+def test_a_replayed_release_answers_what_the_first_did(app: tuple[TestClient, Clock]) -> None:
+    client, _ = app
+    first = acquire(client, resource=rid(), holder="w", ttlSeconds=60)
+    body = {"resource": first["resource"], "ownerToken": first["ownerToken"]}
+    body["requestId"] = rid("req")
+    released = lease(client, "release", **body)
+    replay = lease(client, "release", **body)
+    assert replay.status_code == released.status_code == 200
+    expected = {**released.json()["data"], "replayed": True}
+    assert replay.json()["data"] == expected and expected["granted"] is True
 
 
 def test_a_grant_served_to_a_waiter_replays_its_token(tmp_path: Path) -> None:
