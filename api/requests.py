@@ -18,6 +18,7 @@ from api.schemas import input_error
 from api.tenancy import RateLimiter, Tenancy
 from ledger.provenance import UNPARSED
 from ledger.service import LeaseService
+from verify import ijson
 from verify.jcs import HAVE_ORJSON
 
 if HAVE_ORJSON:
@@ -213,12 +214,12 @@ def parse_body(model: type[M], body: bytes, ranges: Ranges | None = None) -> Par
 
 
 def parse_json(body: bytes) -> Any:
-    """Any JSON document (verify-provenance), refusing duplicate keys."""
+    """A signed document (verify-provenance), read as strictly as ``verify-provenance`` does."""
     try:
-        return loads_unique(body)
-    except DuplicateKey as error:
-        raise _duplicate(error) from error
-    except ValueError as error:
+        return ijson.loads(body, "the body")
+    except ijson.DuplicateKey as error:
+        raise InputError("duplicate_key", str(error), error.key) from error
+    except ijson.NotIJSON as error:
         raise not_json(str(error)) from error
 
 

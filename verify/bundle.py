@@ -24,7 +24,6 @@ Pure: no I/O, no clock. ``verify_document`` is what the CLI and ``POST /verify-p
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -42,6 +41,7 @@ from verify.bundle_format import (
     parse_bundle,
 )
 from verify.errors import MalformedInput, VerificationError
+from verify.ijson import NotIJSON, loads
 from verify.limits import check_bounds
 from verify.multikey import DID_KEY_PREFIX, public_key_from_did, public_key_from_multibase
 from verify.note import key_id, parse_checkpoint, parse_note, verify_note
@@ -225,9 +225,9 @@ def _receipt_ledger(receipt: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _entry_index(entry: bytes) -> int | None:
     try:
-        parsed = json.loads(entry)
-    except ValueError as error:
-        raise VerificationError("entry bytes are not JSON (DESIGN §4: JCS)") from error
+        parsed = loads(entry, "the entry")
+    except NotIJSON as error:
+        raise VerificationError(f"{error} (DESIGN §4: entries are JCS)") from error
     index = parsed.get("index") if isinstance(parsed, dict) else None
     return index if isinstance(index, int) else None
 

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from verify.bundle import is_bundle, verify_document
 from verify.errors import MalformedInput
+from verify.ijson import loads
 from verify.limits import check_bounds
 from verify.multikey import public_key_from_did
 from verify.receipt import Report
@@ -37,8 +38,9 @@ The report names which parts of a file the signature covers and which it does no
 exit codes:
   0  every file passes every check
   1  some check failed (each failed check is named, with the reason)
-  2  bad usage, or a file (or the keyring) cannot be read, is not JSON, or nests deeper
-     or holds more values than any tenure document (see verify/limits.py)
+  2  bad usage, or a file (or the keyring) cannot be read, is not I-JSON (RFC 7493: a
+     repeated key, a lone surrogate, an integer beyond 2**53), or nests deeper or holds
+     more values than any tenure document (see verify/limits.py)
 """
 
 
@@ -150,12 +152,7 @@ def _load(path: str, what: str) -> Any:
     except (OSError, UnicodeDecodeError) as error:
         raise UsageError(f"cannot read {what} {path}: {error}") from error
     try:
-        document = json.loads(text)
-    except ValueError as error:
-        raise UsageError(f"{what} {path} is not JSON: {error}") from error
-    except RecursionError as error:
-        raise UsageError(f"{what} {path} nests too deep for a tenure document") from error
-    try:
+        document = loads(text, f"{what} {path}")
         check_bounds(document, f"{what} {path}")
     except MalformedInput as error:
         raise UsageError(str(error)) from error

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from verify.errors import MalformedInput
+from verify.ijson import loads
 from verify.invariants import Event, Flag
 from verify.jcs import MAX_SAFE_INTEGER
 from verify.limits import check_bounds
@@ -70,7 +71,6 @@ _KINDS = frozenset({"acquire", "renew", "release", "expire", "complete", "scope_
 # One fixed-width time format, so ISO strings order exactly as the instants they name.
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
-_DECODER = json.JSONDecoder()
 _ENCODER = json.JSONEncoder(
     ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
 )
@@ -79,16 +79,10 @@ _ENCODER = json.JSONEncoder(
 def parse_lines(lines: Iterable[str | bytes]) -> Iterator[dict[str, Any]]:
     """JSON Lines (UTF-8) to records; MalformedInput naming a line that is no JSON object."""
     for number, line in enumerate(lines, 1):
-        try:
-            text = line if isinstance(line, str) else line.decode()
-            record, end = _DECODER.raw_decode(text)
-        except ValueError as e:  # JSONDecodeError and UnicodeDecodeError alike
-            if not line.strip():
-                continue  # blank lines are allowed
-            raise MalformedInput(f"line {number} is not JSON: {e}") from e
-        except RecursionError as e:  # nested deeper than the decoder's stack allows
-            raise MalformedInput(f"line {number} nests too deep for an export record") from e
-        if type(record) is not dict or text[end:].strip():
+        if not line.strip():
+            continue  # blank lines are allowed
+        record = loads(line, f"line {number}")  # MalformedInput naming the line and the rule
+        if type(record) is not dict:
             raise MalformedInput(f"line {number} is not one JSON object")
         check_bounds(record, f"line {number}", max_depth=2, max_nodes=64)  # records are flat
         yield record
@@ -188,12 +182,9 @@ def entry_of(record: dict[str, Any], position: int) -> tuple[int, bytes]:
 def event_of(index: int, leaf: bytes, violation: Flag) -> Event | None:
     """The entry's fields, or None (and a violation) if its bytes are not a v1 entry."""
     try:
-        entry = _DECODER.raw_decode(leaf.decode())[0]  # trailing bytes fail the JCS check
-    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError alike
-        violation(index, "entry-json", f"not JSON: {e}")
-        return None
-    except RecursionError:
-        violation(index, "entry-json", "nested too deep to be a v1 entry")
+        entry = loads(leaf, "the entry")
+    except MalformedInput as e:
+        violation(index, "entry-json", str(e))
         return None
     problem = _shape(entry) if type(entry) is dict else "not a JSON object"
     if problem is None and not _is_canonical(entry, leaf):

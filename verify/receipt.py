@@ -21,6 +21,7 @@ from typing import Any
 
 from verify.dataintegrity import verify_proof
 from verify.errors import VerificationError
+from verify.ijson import require_integers
 from verify.jcs import canonicalize
 from verify.receipt_shape import check_credential_shape
 from verify.rfc9162 import leaf_hash
@@ -50,6 +51,9 @@ SUBJECT_FIELDS = (
     "replayed",
     "entropyBits",
 )
+INTEGER_FIELDS = ("fencingToken", "leaseId", "capacity", "entropyBits", "retryAfterSeconds")
+ENTRY_INTEGERS = ("index", "v", "fencingToken", "leaseId", "capacity")
+LEDGER_INTEGERS = ("logIndex", "treeSize")
 SECRET_DATA_FIELDS = frozenset({"ownerToken", "namespace"})
 SECRET_REQUEST_FIELDS = frozenset({"ownerToken", "owner_token", "namespace", "fingerprint"})
 
@@ -146,6 +150,8 @@ def verify_receipt(
     try:
         data, credential = split_receipt(document)
         check_credential_shape(credential, SUBJECT_FIELDS, LABELS)
+        _integers(data, "data")
+        _integers(credential.get("credentialSubject"), "credentialSubject")
     except VerificationError as error:
         report.add("format", False, str(error))
         return report
@@ -160,6 +166,17 @@ def verify_receipt(
     if data is not None:
         _check_subject(report, subject, data)
     return report
+
+
+def _integers(section: Any, where: str) -> None:
+    """The fields tenure writes as integers are integers, not ``1.0`` (verify.ijson)."""
+    if not isinstance(section, Mapping):
+        return
+    require_integers(section, INTEGER_FIELDS, where)
+    require_integers(ledger_of(section), LEDGER_INTEGERS, f"{where}.ledger")
+    entry = section.get("entry")  # a bundle's answer states its entry
+    if isinstance(entry, Mapping):
+        require_integers(entry, ENTRY_INTEGERS, f"{where}.entry")
 
 
 def check_receipt(
