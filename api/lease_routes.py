@@ -17,7 +17,7 @@ from api.responses import respond, suite_of
 from api.schemas import OPS, InputError, LeaseBody, NamespaceBody
 from api.settings import Settings
 from api.tenancy import ANONYMOUS, mint_namespace
-from ledger.calls import Answer, LeaseCall, Limits
+from ledger.calls import Answer, LeaseCall, Limits, StorageUnavailable
 from ledger.leases import Outcome
 from ledger.ops import CallRefused, Op, check_call, may_wait
 
@@ -124,7 +124,10 @@ async def _unless_disconnected(request: Request, waiting: Awaitable[Answer]) -> 
     blocked until its TTL ran out."""
     task = asyncio.ensure_future(waiting)
     while True:
-        done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_SECONDS)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_SECONDS)
+        except asyncio.CancelledError:  # the server is stopping (uvicorn's grace period is up)
+            return await _stopped(task)
         if done:
             return task.result()
         if await request.is_disconnected():
@@ -132,6 +135,17 @@ async def _unless_disconnected(request: Request, waiting: Awaitable[Answer]) -> 
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             raise ClientGone
+
+
+async def _stopped(task: asyncio.Future[Answer]) -> Answer:
+    """The wait's answer if it came in time; else it leaves the queue and the caller gets the
+    JSON 503 ``status: unknown`` (never a success), not the server's plain-text 500."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    if task.cancelled():
+        raise StorageUnavailable("the wait ended as the server stopped")
+    return task.result()
 
 
 class ClientGone(Exception):
