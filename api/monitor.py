@@ -2,15 +2,17 @@
 
 Each round fetches the latest checkpoint, the consistency proof from the one seen before and the
 new entries (1000 a page), lets :class:`verify.monitor.Monitor` check them, then replaces the
-state file atomically (write, fsync, rename, fsync the folder), so a monitor killed at any point
-resumes from the last checkpoint it sealed. With a cosigning key it then adds a C2SP
-cosignature/v1 to that checkpoint and publishes it in a folder (``api/witness.py``).
+state file atomically (write, fsync, rename, fsync the folder) when it changed, so a monitor
+killed at any point resumes from the last checkpoint it sealed. With a cosigning key it adds a
+C2SP cosignature/v1 to a checkpoint without lease findings, if it is consistent with everything
+that key cosigned before (``api/witness.py``). Reads are bounded (``api/monitor_log.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import time
@@ -19,12 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from api.files import atomic_write
+from api.monitor_log import Log, Unavailable
 from verify.errors import MalformedInput
-from verify.monitor import Finding, Monitor, MonitorState, Seen, Violation
+from verify.monitor import Finding, Monitor, MonitorState, Seen, Violation, proof_hashes
 
 if TYPE_CHECKING:
-    import httpx
-
     from api.witness import Witness
 
 EXIT_CLEAN, EXIT_VIOLATION, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
@@ -37,14 +38,12 @@ exit codes:
   0  every checkpoint verified (with --once), or stopped by SIGINT/SIGTERM
   1  a violation was found and reported: a bad signature, a rollback, a split view or rewritten
      history (both signed checkpoints as evidence), entries that do not hash to the signed root,
-     or a lease-invariant violation (as `tenure audit` reports them)
-  2  bad usage, or an unreadable state, keyring or cosigning key file
-  3  the log could not be reached or answered out of protocol (with --once; otherwise retried)
+     or a lease-invariant violation (as `tenure audit` reports them), or a checkpoint
+     inconsistent with one the --cosign-key cosigned before
+  2  bad usage, or an unreadable state, keyring, cosigning key file or witness memory
+  3  the log could not be reached, answered out of protocol, too slowly or too much (with
+     --once; otherwise retried)
 """
-
-
-class Unavailable(Exception):
-    """The log did not answer, or not in its protocol's shape (retried unless --once)."""
 
 
 def add_parser(commands: Any) -> None:
@@ -60,6 +59,12 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per event")
     parser.add_argument("--once", action="store_true", help="check up to the latest, then exit")
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between rounds")
+    parser.add_argument(
+        "--request-timeout", type=_seconds, default=30.0, help="seconds for one whole answer"
+    )
+    parser.add_argument(
+        "--round-timeout", type=_seconds, default=600.0, help="seconds for one whole round"
+    )
     trust = parser.add_mutually_exclusive_group()
     trust.add_argument("--trust", action="append", metavar="DID", help="a trusted did:key")
     trust.add_argument("--keys", type=Path, metavar="FILE", help="trust a GET /api/v1/keys")
@@ -73,8 +78,9 @@ def run(args: argparse.Namespace) -> int:
     import httpx  # only this command needs an HTTP client (the `monitor` extra)
 
     out = Reporter(sys.stdout, args.json)
-    with httpx.Client(base_url=args.url.rstrip("/"), timeout=30) as client:
-        log = Log(client)
+    with httpx.Client(base_url=args.url.rstrip("/"), timeout=args.request_timeout) as client:
+        log = Log(client, args.request_timeout)
+        log.start_round(args.round_timeout)
         try:
             state, how = load_state(args, log)
             witness = None
@@ -92,27 +98,6 @@ def run(args: argparse.Namespace) -> int:
         return Loop(log, state, args, out, witness).run()
 
 
-class Log:
-    """GET a log endpoint as JSON; any failure is :class:`Unavailable`."""
-
-    def __init__(self, client: httpx.Client) -> None:
-        self.client = client
-
-    def get(self, path: str, **params: int) -> Any:
-        import httpx
-
-        try:
-            answer = self.client.get(path, params=params)
-        except httpx.HTTPError as e:
-            raise Unavailable(f"GET {path}: {e}") from e
-        if answer.status_code != 200:
-            raise Unavailable(f"GET {path}: HTTP {answer.status_code}")
-        try:
-            return answer.json()
-        except ValueError as e:
-            raise Unavailable(f"GET {path}: not JSON") from e
-
-
 class Loop:
     def __init__(
         self,
@@ -123,6 +108,10 @@ class Loop:
         witness: Witness | None,
     ) -> None:
         self.log, self.state, self.args, self.out, self.witness = log, state, args, out, witness
+        self.saved = False
+        """Whether this process wrote the state file yet (later, only a grown tree is)."""
+        exists = args.state is not None and args.state.exists()
+        self.on_disk = state.as_data() if exists else None
 
     def run(self) -> int:
         signal.signal(signal.SIGTERM, _stop)
@@ -136,30 +125,50 @@ class Loop:
             return EXIT_CLEAN
 
     def round(self) -> int:
-        monitor = Monitor(self.state)  # from the last sealed state, whatever the last round did
+        self.log.start_round(self.args.round_timeout)
+        before = self.state.as_data()  # a failed round leaves the sealed state as it was
+        monitor = Monitor(self.state)
         fresh = self.state.seen is None
         try:
             new, found, added = advance(monitor, self.log)
+            cosigned = self.witness is not None and not found and (added > 0 or fresh)
+            if cosigned and self.witness is not None:
+                self.witness.cosign(new, int(time.time()), self.proof)
         except Violation as v:
+            self.state = MonitorState.from_data(before)
             self.out.event("violation", **v.finding.as_data())
             return EXIT_VIOLATION
         except (Unavailable, MalformedInput) as e:
+            self.state = MonitorState.from_data(before)
             self.out.event("unavailable", message=str(e))
             return EXIT_UNAVAILABLE
+        except (OSError, ValueError) as e:
+            print(f"tenure monitor: {e}", file=sys.stderr)
+            return EXIT_USAGE
         for finding in found:
             self.out.event("violation", **finding.as_data())
-        cosigned = self.witness is not None and (added > 0 or fresh)
+        return self.finish(new, added, fresh, cosigned, found)
+
+    def finish(
+        self, new: Seen, added: int, fresh: bool, cosigned: bool, found: list[Finding]
+    ) -> int:
+        """Save a changed state, say what the round did; the round's exit code."""
         try:
-            if self.args.state is not None:
-                save_state(self.args.state, self.state)
-            if cosigned and self.witness is not None:
-                self.witness.cosign(new, int(time.time()))
+            if self.args.state is not None and (added or not self.saved):
+                if added or self.state.as_data() != self.on_disk:
+                    save_state(self.args.state, self.state)
+                self.saved = True
         except OSError as e:
             print(f"tenure monitor: {e}", file=sys.stderr)
             return EXIT_USAGE
         if added or fresh or self.args.once:  # a quiet round prints nothing
             self.out.checkpoint(new, added, cosigned)
         return EXIT_VIOLATION if found else EXIT_CLEAN
+
+    def proof(self, first: int, second: int) -> list[bytes]:
+        """The log's consistency proof between two sizes, for the witness's own check."""
+        data = self.log.get("/api/v1/log/proof/consistency", first=first, second=second)
+        return proof_hashes(data)
 
 
 def advance(monitor: Monitor, log: Log) -> tuple[Seen, list[Finding], int]:
@@ -271,6 +280,17 @@ def _cosign_dir(args: argparse.Namespace) -> Path:
     if args.cosign_dir is not None:
         return Path(args.cosign_dir)
     return Path(f"{args.state}.cosigned") if args.state is not None else Path("cosigned")
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds above 0 and under a week, or argparse's error naming the option."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 86400 * 7:
+        raise argparse.ArgumentTypeError(f"seconds above 0 and under a week, not {text!r}")
+    return value
 
 
 def _stop(signum: int, frame: object) -> None:

@@ -36,7 +36,7 @@ from verify.multikey import public_key_from_did
 from verify.note import parse_checkpoint, parse_note, verify_note
 from verify.rfc9162 import EMPTY_ROOT, leaf_hash, node_hash, verify_consistency
 
-__all__ = ["Finding", "Monitor", "MonitorState", "Seen", "Violation"]
+__all__ = ["Finding", "Monitor", "MonitorState", "Seen", "Violation", "proof_hashes", "seen_of"]
 
 STATE_TYPE = "tenure-monitor-state"
 STATE_VERSION = 2
@@ -195,10 +195,8 @@ class Monitor:
         """Check a ``GET /log/proof/consistency`` answer from the seen tree to ``new``."""
         seen = self.state.seen
         assert seen is not None
-        hashes = data.get("hashes") if isinstance(data, dict) else None
-        if not isinstance(hashes, list) or not all(isinstance(h, str) for h in hashes):
-            raise MalformedInput("a consistency proof answer has a list of base64 hashes")
-        proof = [_b64(h, "consistency proof hash") for h in hashes]
+        proof = proof_hashes(data)
+        hashes = data["hashes"]
         try:
             verify_consistency(seen.size, new.size, seen.root, new.root, proof)
         except (ProofError, MalformedInput) as e:
@@ -275,6 +273,14 @@ class Monitor:
             self.found.append(Finding(check, message, index))
         else:
             self.omitted += 1
+
+
+def proof_hashes(data: Any) -> list[bytes]:
+    """The hashes of a ``GET /log/proof/consistency`` answer (MalformedInput if it has none)."""
+    hashes = data.get("hashes") if isinstance(data, dict) else None
+    if not isinstance(hashes, list) or not all(isinstance(h, str) for h in hashes):
+        raise MalformedInput("a consistency proof answer has a list of base64 hashes")
+    return [_b64(h, "consistency proof hash") for h in hashes]
 
 
 def _range_root(hashes: list[bytes]) -> bytes:
