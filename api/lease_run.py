@@ -23,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from api.files import atomic_write
 from api.revoke_cli import add_revoke_parser, revoke_main
 from api.server_options import add_server_options
 
@@ -72,7 +73,10 @@ def add_lease_parser(commands: Any) -> None:
         help="save every receipt of the run as JSON files in DIR",
     )
     run.add_argument(
-        "--trust", action="append", metavar="DID", help="verify every answer against this did:key"
+        "--trust",
+        action="append",
+        metavar="DID",
+        help="verify every answer against this did:key (default: the keys the server serves)",
     )
     add_revoke_parser(actions)
 
@@ -133,13 +137,21 @@ def _supervise(
 ) -> int:
     """Run the command until it ends; terminate it if the lease is lost."""
     env = {**os.environ, "TENURE_FENCING_TOKEN": str(token), "TENURE_RESOURCE": args.resource}
+    started: list[subprocess.Popen[bytes]] = []
+    early: list[int] = []  # signals that came before the command started: it gets them then
+    # Handled before the start, so the command begins with the default disposition of each
+    # (exec resets handled signals, but keeps ignored ones: a script's `tenure … &` ignores
+    # SIGINT, and a shell cannot trap a signal ignored on entry).
+    previous = {sig: signal.signal(sig, _forward(started, early)) for sig in FORWARDED}
     try:
-        child = subprocess.Popen(command, env=env)
-    except OSError as error:
-        print(f"tenure lease run: cannot run {command[0]!r}: {error}", file=sys.stderr)
-        return 127
-    previous = {sig: signal.signal(sig, _forward(child)) for sig in FORWARDED}
-    try:
+        try:
+            started.append(subprocess.Popen(command, env=env))
+        except OSError as error:
+            print(f"tenure lease run: cannot run {command[0]!r}: {error}", file=sys.stderr)
+            return 127
+        child = started[0]
+        for signum in early:
+            child.send_signal(signum)
         while child.poll() is None:
             if lost.wait(0.05):
                 _terminate(child, args.grace)
@@ -151,10 +163,13 @@ def _supervise(
             signal.signal(sig, handler)
 
 
-def _forward(child: subprocess.Popen[bytes]) -> Any:
+def _forward(started: list[subprocess.Popen[bytes]], early: list[int]) -> Any:
     def handler(signum: int, frame: FrameType | None) -> None:
-        if child.poll() is None:
-            child.send_signal(signum)
+        if not started:
+            early.append(signum)
+        for child in started:
+            if child.poll() is None:
+                child.send_signal(signum)
 
     return handler
 
@@ -183,4 +198,4 @@ def _save(folder: Path | None, receipts: list[dict[str, Any]]) -> None:
         data = receipt.get("data") or {}
         what = f"{data.get('op', 'answer')}-{data.get('outcome', data.get('status'))}"
         name = f"{stamp}-{index:04d}-{what}"
-        (folder / f"{name}.json").write_text(json.dumps(receipt, indent=2), encoding="utf-8")
+        atomic_write(folder / f"{name}.json", json.dumps(receipt, indent=2).encode())

@@ -90,6 +90,23 @@ def test_signals_reach_the_command(server: Server, tmp_path: Path) -> None:
         assert outcome(server, resource) == "FREE"  # released after it ended
 
 
+def test_sigint_reaches_the_command_when_tenure_started_with_it_ignored(
+    server: Server, tmp_path: Path
+) -> None:
+    """A script's `tenure lease run … &` starts tenure with SIGINT ignored; the command must
+    still start with the default disposition, so it can trap the SIGINT tenure forwards."""
+    resource, mark = rid("bg"), tmp_path / "INT"
+    cmd = [sys.executable, "-m", "api", "lease", "run", resource, "--url", server.url]
+    ignoring = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *cmd]
+    command = ["sh", "-c", TRAPS + SLEEP, "sh", str(mark)]
+    run = subprocess.Popen([*ignoring, "--", *command], cwd=ROOT, stderr=subprocess.PIPE)
+    wait_for(Path(f"{mark}.up"))
+    run.send_signal(signal.SIGINT)
+    assert run.wait(20) == 7  # the command trapped the forwarded SIGINT
+    assert mark.read_text().strip() == "INT"
+    assert outcome(server, resource) == "FREE"
+
+
 def test_could_not_acquire_and_bad_usage(server: Server) -> None:
     resource = rid("held")
     with httpx.Client(base_url=server.url) as client:
