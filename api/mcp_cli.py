@@ -18,7 +18,10 @@ def add_mcp_parser(commands: Any) -> None:
     )
     add_server_options(mcp)
     mcp.add_argument(
-        "--trust", action="append", metavar="DID", help="verify every answer against this did:key"
+        "--trust",
+        action="append",
+        metavar="DID",
+        help="verify every answer against this did:key (default: the keys the server serves)",
     )
 
 

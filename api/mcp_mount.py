@@ -164,4 +164,4 @@ def _client_for(app: FastAPI, request: Any) -> AbstractAsyncContextManager[Async
     address = (peer.host, peer.port) if peer is not None else ("unknown", 0)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False, client=address)
     namespace = request.headers.get("tenure-namespace")
-    return AsyncClient(INTERNAL_URL, api_key, namespace, transport=transport)
+    return AsyncClient(INTERNAL_URL, api_key, namespace, transport=transport, verify=False)

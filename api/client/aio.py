@@ -32,8 +32,9 @@ class AsyncClient:
         timeout: float = 30.0,
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        verify: bool = True,
     ) -> None:
-        self.core = Core(trust, timeout, retry or RetryPolicy())
+        self.core = Core(trust, timeout, retry or RetryPolicy(), verify)
         sent = headers(api_key, namespace)
         self._http = httpx.AsyncClient(base_url=url, headers=sent, transport=transport)
 
@@ -180,34 +181,43 @@ class AsyncLease:
 
     @property
     def lost(self) -> bool:
-        return self._keeper is not None and self._keeper.lost is not None
+        """True once the lease is gone, or past its local expiry unconfirmed."""
+        return self._keeper is not None and self._keeper.expired(time.monotonic())
 
     async def __aenter__(self) -> AsyncLease:
         sent = time.monotonic()
         grant = await self.client.acquire(
             self.resource, self.holder, self.ttl, wait=self._wait, **self._more
         )
-        self._keeper = Keeper.granted(self.ttl, sent, time.monotonic(), self._wait is not None)
         self.grant = grant
         self.receipts.append(grant.receipt)
-        self._task = asyncio.create_task(self._renew_forever(self._keeper))
+        keeper = Keeper.granted(self.ttl, sent)
+        if keeper.delay(time.monotonic()) <= 0:  # the answer came late: confirm it first
+            sent = time.monotonic()
+            self.receipts.append((await self._renew(None)).receipt)
+            keeper = Keeper.granted(self.ttl, sent)
+        self._keeper = keeper
+        self._task = asyncio.create_task(self._renew_forever(keeper))
         return self
+
+    async def _renew(self, deadline: float | None) -> LeaseAnswer:
+        fields = dict(resource=self.resource, owner_token=self.owner_token, ttl=self.ttl)
+        call = self.client.core.lease("renew", **fields, fencing_token=self.fencing_token)
+        return await self.client.run(call, deadline=deadline)
 
     async def _renew_forever(self, keeper: Keeper) -> None:
         while not await _stopped(self._stop, keeper.delay(time.monotonic())):
             sent = time.monotonic()
-            fields = dict(resource=self.resource, owner_token=self.owner_token, ttl=self.ttl)
-            call = self.client.core.lease("renew", **fields, fencing_token=self.fencing_token)
             try:
-                answer = await self.client.run(call, deadline=keeper.valid_until)
+                answer = await self._renew(keeper.valid_until)
             except TenureError as error:
                 lost = keeper.failed(error, time.monotonic())
-                if lost is not None:
-                    self._report(lost)
-                    return
-                continue
-            keeper.renewed(sent)
-            self.receipts.append(answer.receipt)
+            else:
+                self.receipts.append(answer.receipt)
+                lost = keeper.renewed(sent, time.monotonic())
+            if lost is not None:
+                self._report(lost)
+                return
 
     def _report(self, lost: LeaseLost) -> None:
         report_loss(self.resource, lost, self._on_lost)

@@ -19,22 +19,15 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
-from api.client.errors import (
-    Conflict,
-    InvalidRequest,
-    LeaseHeld,
-    LeaseLost,
-    RateLimited,
-    TenureError,
-    Unavailable,
-)
+from api.client.errors import InvalidRequest, ReceiptInvalid, TenureError, Unavailable
+from api.client.meaning import raise_for, same_request
 from api.client.trust import Trust, check_answer, check_checkpoint, trusted_dids
+from verify.errors import MalformedInput
 from verify.jcs import canonicalize
 from verify.receipt import SECRET_REQUEST_FIELDS
 
 A = TypeVar("A", bound=Answer)
 IDEMPOTENT_OPS = frozenset({"acquire", "wait", "renew", "release", "complete"})
-LOST_OUTCOMES = frozenset({"LOST", "NOT_ACTIVE"})
 FIELD_NAMES = {
     "ttl": "ttlSeconds",
     "wait": "waitSeconds",
@@ -78,6 +71,7 @@ class Call(Generic[A]):
     kind: type[A]
     signed: bool = True  # a {"data", "_provenance"} envelope (else raw JSON, e.g. /log)
     canonical: bytes | None = None  # the request as the manifest hashes it, when we know it
+    expect: tuple[tuple[str, str], ...] = ()  # what a 200/201/409 answer's data must repeat
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,10 +112,18 @@ def canonical_request(method: str, path: str, body: Any) -> bytes:
 
 
 class Core:
-    """Builds calls and interprets answers for one client; holds the pinned trust."""
+    """Builds calls and interprets answers for one client; holds the pinned trust.
 
-    def __init__(self, trust: Trust | None, timeout: float, retry: RetryPolicy) -> None:
+    Without ``trust`` (and unless ``verify`` is False) the keyring the server serves is fetched
+    before the first signed call and pinned, and fetched again once when an answer names a
+    key outside it (a rotation): answers are then bound to their requests and signed by the
+    keys this server named, which proves less than keys pinned out of band."""
+
+    def __init__(
+        self, trust: Trust | None, timeout: float, retry: RetryPolicy, verify: bool = True
+    ) -> None:
         self.trusted = trusted_dids(trust)
+        self.served = trust is None and verify  # trust the keys the server serves
         self.timeout = timeout
         self.retry = retry
 
@@ -132,7 +134,8 @@ class Core:
         if op in IDEMPOTENT_OPS and "requestId" not in body:
             body["requestId"] = new_request_id()
         waiting = float(body.get("waitSeconds") or (30 if op == "wait" else 0))
-        return self._post(f"/api/v1/lease/{op}", body, LeaseAnswer, waiting)
+        call = self._post(f"/api/v1/lease/{op}", body, LeaseAnswer, waiting)
+        return replace(call, expect=(("op", op), ("resource", str(body.get("resource")))))
 
     def scope(self, scope: str, action: str | None = None, **fields: Any) -> Call[ScopeAnswer]:
         path = f"/api/v1/scopes/{quote(scope, safe='')}" + (f"/{action}" if action else "")
@@ -156,7 +159,7 @@ class Core:
         encoded = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
         # The server redacts secret-looking keys of a `result` before hashing; not redone here.
         known = not (isinstance(body, dict) and "result" in body)
-        canonical = canonical_request("POST", path, body) if known else None
+        canonical = _canonical("POST", path, body) if known else None
         return Call(Request("POST", path, encoded, self.timeout + waiting), kind, True, canonical)
 
     def flow(
@@ -169,6 +172,8 @@ class Core:
         """Send ``call``, retrying (same request, same requestId) on no answer or an unknown
         outcome, until an answer is known, the attempts run out, or ``deadline`` (on
         ``clock``) would pass."""
+        if call.signed and self.served and self.trusted is None:
+            yield from self.pin(clock, jitter, deadline)
         last: TenureError = Unavailable("no attempt was made")
         for attempt in range(self.retry.attempts):
             request = call.request
@@ -188,10 +193,37 @@ class Core:
                 continue
             assert reply is not None
             try:
-                return self.interpret(call, reply)
+                return (yield from self._checked(call, reply, clock, jitter, deadline))
             except Unavailable as error:
                 last = error
         raise Unavailable(f"outcome unknown: {last}", last.answer) from last
+
+    def pin(
+        self, clock: Callable[[], float], jitter: Callable[[], float], deadline: float | None
+    ) -> Generator[Request | Sleep, Reply | None, None]:
+        """Fetch and pin the keyring the server serves (``GET /api/v1/keys``)."""
+        keyring = yield from self.flow(self.raw("/api/v1/keys"), clock, jitter, deadline)
+        try:
+            self.trusted = trusted_dids(keyring.data)
+        except (ValueError, KeyError, TypeError) as error:
+            raise ReceiptInvalid(f"the server's keyring is unusable: {error}", "issuer") from error
+
+    def _checked(
+        self,
+        call: Call[A],
+        reply: Reply,
+        clock: Callable[[], float],
+        jitter: Callable[[], float],
+        deadline: float | None,
+    ) -> Flow[A]:
+        """``interpret``, re-pinning the served keyring once if the issuer is not in it."""
+        try:
+            return self.interpret(call, reply)
+        except ReceiptInvalid as error:
+            if not (self.served and error.check == "issuer"):
+                raise
+        yield from self.pin(clock, jitter, deadline)
+        return self.interpret(call, reply)
 
     def interpret(self, call: Call[A], reply: Reply) -> A:
         """The typed answer of ``reply``, or the error it means; its receipt checked first."""
@@ -206,7 +238,9 @@ class Core:
             bound = call.canonical if reply.status in (200, 201, 409) else None
             check_answer(document, self.trusted, bound)
         answer = call.kind(document["data"], document.get("_provenance"), reply.status)
-        raise_for(answer, reply)
+        if reply.status in (200, 201, 409):
+            same_request(call.expect, answer)
+        raise_for(answer, reply.status, reply.headers)
         return answer
 
     def _raw(self, call: Call[A], reply: Reply, document: Any) -> A:
@@ -219,37 +253,19 @@ class Core:
         return call.kind(document, None, reply.status)
 
 
-def raise_for(answer: Answer, reply: Reply) -> None:
-    """Raise the error an answer means (docs/api.md, "Errors" and the refusals)."""
-    status, data = reply.status, answer.data
-    if status >= 500 or data.get("status") == "unknown":
-        raise Unavailable(_message(data, f"HTTP {status}: outcome unknown"), answer)
-    if status == 429:
-        retry_after = float(reply.headers.get("retry-after") or 1)
-        raise RateLimited(_message(data, "rate limited"), answer, retry_after)
-    if status == 409:
-        outcome = str(data.get("outcome"))
-        reason = f"{outcome} on {data.get('resource')!r}"
-        if outcome == "HELD":
-            raise LeaseHeld(f"{reason}: held by {data.get('heldBy')}", answer)
-        if outcome in LOST_OUTCOMES:
-            raise LeaseLost(f"{reason}: the lease is no longer yours", answer)
-        raise Conflict(f"{reason}: {data.get('witnesses')}", answer)
-    if status >= 400:
-        raise InvalidRequest(_message(data, f"HTTP {status}"), answer, status)
-
-
-def _message(data: Mapping[str, Any], default: str) -> str:
-    error = data.get("error")
-    if isinstance(error, Mapping) and "message" in error:
-        return f"{error.get('code')}: {error['message']}"
-    return default
-
-
 def _json(body: bytes) -> Any:
     try:
         return json.loads(body)
     except ValueError:
+        return None
+
+
+def _canonical(method: str, path: str, body: Any) -> bytes | None:
+    """The request's canonical form, or None when it has none (an integer beyond 2^53): the
+    server then refuses it, naming the field."""
+    try:
+        return canonical_request(method, path, body)
+    except MalformedInput:
         return None
 
 

@@ -49,6 +49,11 @@ class Unavailable(TenureError):
     Never permission: a lease acquire that ends here may or may not hold the resource."""
 
 
+class MismatchedAnswer(Unavailable):
+    """An answer for another resource or operation than the one asked (a broken or hostile
+    server or proxy): never believed, never a lease; the request's outcome is unknown."""
+
+
 class LeaseHeld(TenureError):
     """409 ``HELD``: someone else holds it. Retry after ``retry_after`` s (``backoff_ms`` is the
     server's jittered suggestion)."""

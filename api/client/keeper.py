@@ -3,10 +3,13 @@
 Rules (the shells in ``sync.py`` and ``aio.py`` only sleep and send):
 
 - a lease is good until ``valid_until``: the moment its last grant or renewal was *sent*,
-  plus the ttl (the server's clock started no earlier), so local expiry is never optimistic;
-- it is renewed at a third of the ttl after that moment, leaving two thirds for retries;
+  plus the ttl (the server's clock started no earlier), so local expiry is never optimistic —
+  also when the answer came late (a wait, a slow network);
+- it is renewed at a third of the ttl after that moment, leaving two thirds for retries; a
+  grant that arrives with its renewal already due is renewed before it is handed out;
 - a renewal without a known outcome is retried every ``ttl / 12`` (at least 50 ms) until it
-  is confirmed or ``valid_until`` passes — then the lease is lost;
+  is confirmed or ``valid_until`` passes — then the lease is lost, and a confirmation that
+  arrives later does not bring it back;
 - a ``LOST`` / ``NOT_ACTIVE`` answer loses it at once; after a loss nothing is renewed.
 """
 
@@ -34,7 +37,6 @@ def report_loss(resource: str, lost: LeaseLost, on_lost: OnLost | None) -> None:
 
 RENEW_AT = 1 / 3
 RETRY_EVERY = 1 / 12
-WAITED_SLACK = 0.25  # a waited grant happened at most this long before its answer arrived
 
 
 @dataclass(slots=True)
@@ -45,23 +47,35 @@ class Keeper:
     lost: LeaseLost | None = None
 
     @classmethod
-    def granted(cls, ttl: float, sent_at: float, received_at: float, waited: bool) -> Keeper:
-        """A fresh grant: a waited one was granted late, just before its answer came back."""
-        start = max(sent_at, received_at - WAITED_SLACK) if waited else sent_at
-        return cls(ttl, start + ttl)
+    def granted(cls, ttl: float, sent_at: float) -> Keeper:
+        """A grant whose request was sent at ``sent_at``: however late its answer came, the
+        server granted it no earlier than that."""
+        return cls(ttl, sent_at + ttl)
 
     def delay(self, now: float) -> float:
-        """Seconds until the next renewal attempt."""
+        """Seconds until the next renewal attempt (0: due now)."""
         if self.failing:
-            return max(0.05, self.ttl * RETRY_EVERY)
+            return max(0.05, min(self.ttl * RETRY_EVERY, self.valid_until - now))
         return max(0.0, self.valid_until - self.ttl * (1 - RENEW_AT) - now)
 
-    def renewed(self, sent_at: float) -> None:
+    def expired(self, now: float) -> bool:
+        """Lost, or past its local expiry without a confirmed renewal."""
+        return self.lost is not None or now >= self.valid_until
+
+    def renewed(self, sent_at: float, now: float) -> LeaseLost | None:
+        """Record a renewal sent at ``sent_at`` and confirmed at ``now``; return the loss if
+        the lease had already expired here before the confirmation came."""
+        if self.expired(now):
+            self.lost = self.lost or LeaseLost("the lease expired before its renewal was confirmed")
+            return self.lost
         self.valid_until = max(self.valid_until, sent_at + self.ttl)
         self.failing = False
+        return None
 
     def failed(self, error: TenureError, now: float) -> LeaseLost | None:
         """Record a renewal that did not succeed; return the loss if this is one."""
+        if self.lost is not None:
+            return self.lost
         if isinstance(error, LeaseLost):
             self.lost = error
         elif now >= self.valid_until:

@@ -18,8 +18,9 @@ from api.client.trust import Trust
 
 
 class Client:
-    """A tenure client. ``trust`` (a did:key, or the keyring of ``GET /api/v1/keys``) makes
-    every answer's receipt verified before it is returned; ``transport`` is for tests."""
+    """A tenure client: every answer's receipt is verified before it is returned, against
+    ``trust`` (a did:key, or the keyring of ``GET /api/v1/keys``) or, without it, the keyring
+    this server serves (``verify=False``: no check at all); ``transport`` is for tests."""
 
     def __init__(
         self,
@@ -31,8 +32,9 @@ class Client:
         timeout: float = 30.0,
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
+        verify: bool = True,
     ) -> None:
-        self.core = Core(trust, timeout, retry or RetryPolicy())
+        self.core = Core(trust, timeout, retry or RetryPolicy(), verify)
         sent = headers(api_key, namespace)
         self._http = httpx.Client(base_url=url, headers=sent, transport=transport)
 
@@ -188,44 +190,48 @@ class Lease:
 
     @property
     def lost(self) -> bool:
-        return self._keeper is not None and self._keeper.lost is not None
+        """True once the lease is gone, or past its local expiry unconfirmed."""
+        return self._keeper is not None and self._keeper.expired(time.monotonic())
 
     def __enter__(self) -> Lease:
         sent = time.monotonic()
         grant = self.client.acquire(
             self.resource, self.holder, self.ttl, wait=self._wait, **self._more
         )
-        self._keeper = Keeper.granted(self.ttl, sent, time.monotonic(), self._wait is not None)
         self.grant = grant
         self.receipts.append(grant.receipt)
+        keeper = Keeper.granted(self.ttl, sent)
+        if keeper.delay(time.monotonic()) <= 0:  # the answer came late: confirm it first
+            sent = time.monotonic()
+            self.receipts.append(self._renew(None).receipt)
+            keeper = Keeper.granted(self.ttl, sent)
+        self._keeper = keeper
         self._thread = threading.Thread(
             target=self._renew_forever, name=f"renew {self.resource}", daemon=True
         )
         self._thread.start()
         return self
 
+    def _renew(self, deadline: float | None) -> LeaseAnswer:
+        fields = dict(resource=self.resource, owner_token=self.owner_token, ttl=self.ttl)
+        call = self.client.core.lease("renew", **fields, fencing_token=self.fencing_token)
+        return self.client.run(call, deadline=deadline)
+
     def _renew_forever(self) -> None:
         keeper = self._keeper
         assert keeper is not None
         while not self._stop.wait(keeper.delay(time.monotonic())):
             sent = time.monotonic()
-            call = self.client.core.lease(
-                "renew",
-                resource=self.resource,
-                owner_token=self.owner_token,
-                ttl=self.ttl,
-                fencing_token=self.fencing_token,
-            )
             try:
-                answer = self.client.run(call, deadline=keeper.valid_until)
+                answer = self._renew(keeper.valid_until)
             except TenureError as error:
                 lost = keeper.failed(error, time.monotonic())
-                if lost is not None:
-                    self._report(lost)
-                    return
-                continue
-            keeper.renewed(sent)
-            self.receipts.append(answer.receipt)
+            else:
+                self.receipts.append(answer.receipt)
+                lost = keeper.renewed(sent, time.monotonic())
+            if lost is not None:
+                self._report(lost)
+                return
 
     def _report(self, lost: LeaseLost) -> None:
         report_loss(self.resource, lost, self._on_lost)
