@@ -35,6 +35,7 @@ from api.client import (
     TenureError,
     Unavailable,
 )
+from api.client.core import new_request_id
 from api.client.trust import Trust
 from api.mcp_tools import BY_NAME, OUTPUT_SCHEMA, RULES, TOOLS, ToolSpec
 
@@ -69,6 +70,8 @@ def build_server(client_for: ClientFor) -> Server[Any]:
         problem = _invalid(spec.name, arguments)
         if problem is not None:
             return _error(f"invalid arguments for {spec.name}: {problem}")
+        if "requestId" in spec.optional and "requestId" not in arguments:
+            arguments = {**arguments, "requestId": new_request_id()}  # to name on a retry
         async with client_for(ctx) as client:
             return await _run(spec, client, arguments)
 
@@ -91,9 +94,10 @@ async def _run(
             return _error(str(refusal))
         return _result(refusal.answer, f"REFUSED ({type(refusal).__name__}): {refusal}")
     except Unavailable as error:
+        again = arguments.get("requestId")
+        retry = f"retry with the same requestId {again!r}" if again else "retry"
         return _error(
-            f"OUTCOME UNKNOWN — never permission; retry with the same requestId or "
-            f"check with lease_get: {error}",
+            f"OUTCOME UNKNOWN — never permission; {retry} or check with lease_get: {error}",
             error.answer,
         )
     except TenureError as error:  # InvalidRequest names the field; ReceiptInvalid the check

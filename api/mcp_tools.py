@@ -21,6 +21,9 @@ RULES = (
 )
 
 
+MAX_SAFE_INTEGER = 2**53 - 1  # I-JSON: the largest integer every JSON reader keeps exact
+
+
 def _string(low: int, high: int, text: str) -> dict[str, Any]:
     return {"type": "string", "minLength": low, "maxLength": high, "description": text}
 
@@ -37,7 +40,9 @@ FIELDS: dict[str, dict[str, Any]] = {
     "holder": _string(1, 128, "your label; it never proves who holds a lease"),
     "ttlSeconds": _integer(1, 86400, "lease duration in seconds (default 30; server cap 3600)"),
     "ownerToken": _string(1, 256, "the secret from your grant; proves the lease is yours"),
-    "fencingToken": _integer(1, None, "your grant's fencing token; must match when given"),
+    "fencingToken": _integer(
+        1, MAX_SAFE_INTEGER, "your grant's fencing token; must match when given"
+    ),
     "capacity": _integer(1, 1000, "how many holders the resource admits at once"),
     "waitSeconds": _integer(1, 60, "wait up to this long for the lease, first come first served"),
     "fingerprint": _string(1, 256, "identifies the work; a completed one answers its result"),
