@@ -141,15 +141,24 @@ def _revoke(storage: Any, name: str) -> int:
 
 
 def keys_main(args: argparse.Namespace) -> int:
-    """``tenure keys show|rotate`` on an existing key folder."""
-    from ledger.keyring import create_signing_key, load_signing_keys
+    """``tenure keys show|rotate`` on an existing key folder: exit 2 if a key file is unusable,
+    1 if the new key cannot be written (then no new key file is left behind)."""
+    from ledger.files import WriteFailed
+    from ledger.keyring import KeyFileError, create_signing_key, load_signing_keys
 
-    keys = load_signing_keys(args.keys) if args.keys.is_dir() else []
+    try:
+        keys = load_signing_keys(args.keys) if args.keys.is_dir() else []
+    except (OSError, KeyFileError) as error:
+        return refuse(str(error))
     if not keys:
         return refuse(f"no signing key in {args.keys} (`tenure serve --keys` creates the first)")
     if args.action == "rotate":
         now = time.time_ns() // 1_000_000
-        keys.append(create_signing_key(args.keys, max(now, keys[-1].created_at + 1)))
+        try:
+            keys.append(create_signing_key(args.keys, max(now, keys[-1].created_at + 1)))
+        except WriteFailed as error:
+            print(f"tenure: not rotated: {error}", file=sys.stderr)
+            return 1
         print(
             "rotated: a running `tenure serve` on this folder signs with the new key within a"
             " second (at once on SIGHUP); old receipts and checkpoints keep verifying",
@@ -164,8 +173,11 @@ def keys_main(args: argparse.Namespace) -> int:
 
 
 def export_main(args: argparse.Namespace) -> int:
-    """``tenure export``: the whole ledger as JSON Lines, with a bar on a terminal."""
+    """``tenure export``: the whole ledger as JSON Lines, with a bar on a terminal; the file
+    appears whole or not at all (exit 1 naming it)."""
     from ledger.export import export_ledger
+    from ledger.files import WriteFailed, writing_text
+    from ledger.keyring import KeyFileError
     from ledger.storage import open_storage
 
     problem = _missing_ledger(args)
@@ -183,9 +195,15 @@ def export_main(args: argparse.Namespace) -> int:
             )
         signer = None if key is None else (key, time.time_ns() // 1_000_000)
         bar = Progress("exporting", storage.tree_size(), args.quiet)
-        with args.out.open("w", encoding="utf-8") as out:
+        with writing_text(args.out) as out:
             count = export_ledger(storage, out, bar.update, signer=signer)
         bar.close()
+    except WriteFailed as error:
+        bar.close()
+        print(f"tenure: {error}", file=sys.stderr)
+        return 1
+    except KeyFileError as error:
+        return refuse(str(error))
     finally:
         storage.close()
     seconds = time.monotonic() - started

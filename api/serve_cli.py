@@ -159,7 +159,7 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
     """Why the ledger or the keys cannot be written, said before the server starts (a read-only
     folder is an operator's mistake, not a traceback)."""
     from ledger.calls import now_ms
-    from ledger.keyring import keys_fingerprint, load_or_create_secret, signing_keys
+    from ledger.keyring import KeyFileError, keys_fingerprint, load_or_create_secret, signing_keys
     from ledger.membership import open_membership
     from ledger.rotation import refuse_retired
     from ledger.storage import StorageError, open_storage
@@ -177,7 +177,7 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
     try:
         secret = load_or_create_secret(keys)
         signing_keys(keys, now_ms())  # generated once here, before any worker starts
-    except OSError as error:
+    except (OSError, KeyFileError) as error:
         return f"cannot use the key folder {keys}: {error}"
     if args.database is not None:
         try:  # a node with another keys folder, or an out-of-date one, is refused here
@@ -196,13 +196,13 @@ def _names_problem(args: argparse.Namespace, keys: Path) -> str | None:
     """Open the ledger with the names key once, before any worker starts: an older ledger's
     names are sealed here (docs/decisions/0010), and another key than the one that sealed
     them is refused."""
-    from ledger.keyring import load_or_create_names_key
+    from ledger.keyring import KeyFileError, load_or_create_names_key
     from ledger.names import NameCodec
     from ledger.storage import StorageError, open_storage
 
     try:
         names = NameCodec(load_or_create_names_key(keys))
-    except OSError as error:
+    except (OSError, KeyFileError) as error:
         return f"cannot use the key folder {keys}: {error}"
     try:
         open_storage(ledger_location(args), names=names).close()

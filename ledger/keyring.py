@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
 )
 
+from ledger.files import create_once
 from ledger.storage import KeyRecord, Storage
 from verify.multikey import did_key, public_key_multibase
 
@@ -25,15 +26,16 @@ PSEUDONYM_SECRET = "pseudonym.secret"
 NAMES_KEY = "names.key"
 
 
-def write_private(path: Path, data: bytes) -> None:
-    """Create `path` with mode 0600 from the start (no window where it is world-readable)."""
+class KeyFileError(ValueError):
+    """A file of the keys folder cannot be used; the message names it and what to do."""
+
+
+def write_private(path: Path, data: bytes) -> bool:
+    """Create `path` with mode 0600 from the start (no window where it is world-readable),
+    durably (ledger/files.py); False if it already existed and was left alone."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(path.parent, 0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+    return create_once(path, data, 0o600)
 
 
 def load_or_create_secret(keys_dir: Path) -> bytes:
@@ -52,7 +54,7 @@ def _load_or_create(path: Path) -> bytes:
         write_private(path, secrets.token_bytes(32))
     data = path.read_bytes()
     if len(data) != 32:
-        raise ValueError(f"{path} must hold 32 bytes, found {len(data)}")
+        raise KeyFileError(f"{path} must hold 32 bytes, found {len(data)}: restore it from backup")
     return data
 
 
@@ -82,14 +84,24 @@ class SigningKey:
 
 def load_signing_keys(keys_dir: Path) -> list[SigningKey]:
     """Every signing key in the folder, oldest first (file names sort by creation time)."""
-    found = []
-    for path in sorted(keys_dir.glob(SIGNING_GLOB)):
-        key = load_pem_private_key(path.read_bytes(), password=None)
-        if not isinstance(key, Ed25519PrivateKey):
-            raise ValueError(f"{path} is not an Ed25519 private key")
+    return [_signing_key(path) for path in sorted(keys_dir.glob(SIGNING_GLOB))]
+
+
+def _signing_key(path: Path) -> SigningKey:
+    """One key file; KeyFileError naming it if it is empty, cut short or not Ed25519."""
+    pem = path.read_bytes()
+    try:
+        key = load_pem_private_key(pem, password=None)
         created = int(path.stem.split("-")[1])
-        found.append(SigningKey(key, created, path))
-    return found
+    except (ValueError, TypeError, IndexError) as error:
+        found = "it is empty" if not pem else f"{len(pem)} bytes that are no PEM private key"
+        raise KeyFileError(
+            f"signing key {path} cannot be read ({found}): move it out of the folder if it was"
+            " never used, else restore it from backup"
+        ) from error
+    if not isinstance(key, Ed25519PrivateKey):
+        raise KeyFileError(f"signing key {path} is not an Ed25519 private key")
+    return SigningKey(key, created, path)
 
 
 def newest_key_file(keys_dir: Path) -> Path | None:
