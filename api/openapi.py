@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from api.openapi_ops import NAMESPACE_HEADER
 from api.openapi_schemas import (
     ACCEPT_PROVENANCE,
     COMPONENTS,
@@ -25,8 +26,9 @@ from api.schemas import OPS
 from api.settings import Settings
 
 JSON = "application/json"
-TENANT_SECURITY: list[dict[str, list[str]]] = [{}, {"apiKey": []}, {"namespace": []}]
-"""Anonymous (nothing), an API key, or a namespace: each alone is enough (DESIGN §3.1)."""
+TENANT_SECURITY: list[dict[str, list[str]]] = [{}, {"apiKey": []}]
+"""Anonymous (nothing) or an API key; a namespace is the ``Tenure-Namespace`` header parameter
+(or body ``namespace``), whose exact format a security scheme could not state (DESIGN §3.1)."""
 
 LEASE_STATUSES = ("200", "201", "401", "409", "413", "415", "422", "429", "500", "503")
 SCOPE_STATUSES = ("200", "401", "413", "415", "422", "429", "500", "503")
@@ -74,7 +76,25 @@ def document(app: FastAPI, settings: Settings) -> dict[str, Any]:
     for path, item in paths.items():
         for method, operation in item.items():
             _describe(path, method, operation)
+    doc["paths"] = _per_op(paths)
     return doc
+
+
+def _per_op(paths: dict[str, Any]) -> dict[str, Any]:
+    """``/api/v1/lease/{op}`` as the six paths it serves, each with its op's body."""
+    described: dict[str, Any] = {}
+    for path, item in paths.items():
+        if not path.endswith("/{op}"):
+            described[path] = item
+            continue
+        for op in OPS:
+            operation = copy.deepcopy(item["post"])
+            operation["parameters"] = [p for p in operation["parameters"] if p["name"] != "op"]
+            operation["operationId"] = f"lease{op.title()}"
+            operation["summary"] = f"Lease {op}"
+            _body(operation, f"Lease{op.title()}", required=True)
+            described[path.replace("{op}", op)] = {"post": operation}
+    return described
 
 
 def _describe(path: str, method: str, operation: dict[str, Any]) -> None:
@@ -91,7 +111,7 @@ def _describe(path: str, method: str, operation: dict[str, Any]) -> None:
         operation["responses"] = _enveloped(("201", "413", "415", "422", "429", "500", "503"))
     elif path == "/api/v1/verify-provenance":
         operation["security"] = [{}]
-        _body(operation, "AnyJson", required=True)
+        _body(operation, "Verifiable", required=True)
         operation["parameters"] = [*params, ACCEPT_PROVENANCE]
         operation["responses"] = _enveloped(("200", "413", "415", "422", "429", "500", "503"))
     else:
@@ -102,7 +122,7 @@ def _describe(path: str, method: str, operation: dict[str, Any]) -> None:
 
 def _tenant_operation(path: str, operation: dict[str, Any]) -> None:
     operation["security"] = TENANT_SECURITY
-    operation["parameters"] = [*operation["parameters"], ACCEPT_PROVENANCE]
+    operation["parameters"] = [*operation["parameters"], NAMESPACE_HEADER, ACCEPT_PROVENANCE]
     for param in operation["parameters"]:
         if param["name"] == "op" and param["in"] == "path":
             param["schema"] = {"type": "string", "enum": list(OPS)}
@@ -160,7 +180,7 @@ def _plain(path: str, operation: dict[str, Any]) -> None:
         operation["parameters"] = [*operation.get("parameters", []), ACCEPT_PROVENANCE]
         responses["422"] = {"description": _DESCRIPTIONS["422"], "content": plain}
     if path == "/api/v1/log/bundle":  # POST: a saved response in, its bundle out
-        _body(operation, "AnyJson", required=True)
+        _body(operation, "SavedResponse", required=True)
         for status in ("413", "415", "422"):
             responses[status] = {"description": _DESCRIPTIONS[status], "content": plain}
     operation["responses"] = responses

@@ -6,8 +6,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from api.schemas import OPS, LeaseBody, NamespaceBody, ScopeBody
+from api.openapi_ops import DOCUMENTS, op_body, with_name_rules
+from api.schemas import LeaseBody, NamespaceBody, ScopeBody
 from ledger.leases import Outcome
+from ledger.ops import Op
 from verify.dataintegrity import SUITES
 
 
@@ -68,6 +70,9 @@ ANSWER_DATA = {
         "scope": _STRING,
         "releasedIds": {"type": "array", "items": _INT},
         "replayed": {"type": "boolean"},
+        "leaseLive": {"type": "boolean", "description": "a replayed grant: is it still live?"},
+        "firstOutcome": {"type": "string", "description": "a replay answering LOST: the first"},
+        "ownerTokenWithheld": {"type": "string", "description": "why a replay has no token"},
         "witnesses": {"type": "array", "items": {"type": "object"}},
         "versions": {"type": "object"},
         "limits": {"type": "object"},
@@ -91,12 +96,6 @@ COMPONENTS: dict[str, Any] = {
             "type": "http",
             "scheme": "bearer",
             "description": "An API key from `tenure apikey create NAME` (tnr_…)",
-        },
-        "namespace": {
-            "type": "apiKey",
-            "in": "header",
-            "name": "Tenure-Namespace",
-            "description": "A namespace from POST /api/v1/namespaces (ns_…); or body `namespace`",
         },
     },
     "headers": {
@@ -135,7 +134,6 @@ COMPONENTS: dict[str, Any] = {
                 },
             },
         },
-        "AnyJson": {"description": "a saved response, a credential or a bundle"},
     },
 }
 
@@ -189,24 +187,28 @@ LOG_ANSWERS: dict[str, Any] = {
 
 def body_schemas(ttl_max_seconds: int) -> dict[str, Any]:
     """The request bodies; ``ttlSeconds`` up to this server's ``--ttl-max``."""
-    lease = _model_schema(LeaseBody)
+    lease = with_name_rules(_model_schema(LeaseBody))
     ttl = lease["properties"]["ttlSeconds"]
     for choice in ttl.get("anyOf", [ttl]):
         if choice.get("type") == "integer":
             choice["maximum"] = ttl_max_seconds
-    scope = _model_schema(ScopeBody)
+    scope = with_name_rules(_model_schema(ScopeBody))
     heartbeat = copy.deepcopy(scope)
     heartbeat["required"] = ["deadSeconds"]
     heartbeat["properties"]["deadSeconds"] = {"type": "integer", "minimum": 0, "maximum": 86400}
-    with_op = copy.deepcopy(lease)
-    with_op["required"] = ["op", *lease.get("required", [])]
-    with_op["properties"]["op"] = {"type": "string", "enum": [str(op) for op in OPS]}
+    per_op = {f"Lease{op.value.title()}": op_body(lease, op) for op in Op}
+    with_op = {
+        "description": "A lease operation named by `op`, with that operation's body",
+        "oneOf": [body | {"required": ["op", *body["required"]]} for body in per_op.values()],
+    }
     return {
         "LeaseBody": lease,
+        **per_op,
         "LeaseOpBody": with_op,
         "ScopeBody": scope,
         "HeartbeatBody": heartbeat,
         "NamespaceBody": _model_schema(NamespaceBody),
+        **DOCUMENTS,
     }
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 
 from tests.conftest import ROOT, Server, lease, rid
@@ -43,16 +44,53 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, s
 def test_the_document_declares_what_the_server_sends(served: tuple[Server, str]) -> None:
     srv, _ = served
     doc = httpx.get(srv.url + "/openapi.json").json()
-    assert set(doc["components"]["securitySchemes"]) == {"apiKey", "namespace"}
-    operation = doc["paths"]["/api/v1/lease/{op}"]["post"]
+    assert set(doc["components"]["securitySchemes"]) == {"apiKey"}
+    ops = ["acquire", "renew", "release", "get", "wait", "complete"]
+    assert "/api/v1/lease/{op}" not in doc["paths"]  # described as the six paths it serves
+    operation = doc["paths"]["/api/v1/lease/acquire"]["post"]
     assert set(operation["responses"]) >= {"200", "201", "401", "409", "413", "415", "422", "429"}
     assert operation["responses"]["409"]["headers"]["Retry-After"]
-    op = next(p for p in operation["parameters"] if p["name"] == "op")
-    assert op["schema"]["enum"] == ["acquire", "renew", "release", "get", "wait", "complete"]
-    assert any(p["name"] == "Accept-Provenance" for p in operation["parameters"])
+    headers = {p["name"]: p for p in operation["parameters"] if p["in"] == "header"}
+    assert set(headers) == {"Accept-Provenance", "Tenure-Namespace"}
     assert "HTTPValidationError" not in doc["components"]["schemas"]
+    for path in ("/api/v1/scopes/{scope}", "/api/v1/scopes/{scope}/release"):
+        assert "Tenure-Namespace" in {
+            p["name"] for p in next(iter(doc["paths"][path].values()))["parameters"]
+        }
     for path in ("/api/v1/scopes/{scope}/heartbeat", "/api/v1/verify-provenance"):
         assert doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+    verify = doc["paths"]["/api/v1/verify-provenance"]["post"]["requestBody"]
+    assert verify["content"]["application/json"]["schema"]["$ref"].endswith("/Verifiable")
+    schemas = doc["components"]["schemas"]
+    assert [body["properties"]["op"]["const"] for body in schemas["LeaseOpBody"]["oneOf"]] == ops
+
+
+def _accepts(schema: dict[str, Any], body: dict[str, Any]) -> bool:
+    return not list(jsonschema.Draft202012Validator(schema).iter_errors(body))
+
+
+def test_each_op_declares_its_own_required_and_refused_fields(
+    served: tuple[Server, str],
+) -> None:
+    """What ledger/ops.py check_call refuses, the document refuses too, and the server agrees."""
+    srv, key = served
+    doc = httpx.get(srv.url + "/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    r = rid()
+    cases = [
+        ("acquire", {"resource": r}, False),
+        ("acquire", {"resource": r, "holder": "w", "result": None}, False),
+        ("renew", {"resource": r, "holder": "w"}, False),
+        ("renew", {"resource": r, "ownerToken": "own_x", "waitSeconds": 5}, False),
+        ("renew", {"resource": r, "ownerToken": "own_x", "waitSeconds": None}, True),
+        ("complete", {"resource": r, "ownerToken": "own_x"}, False),
+        ("get", {"resource": r, "namespace": "ns_short"}, False),
+        ("get", {"resource": r}, True),
+    ]
+    with srv.client(Authorization=f"Bearer {key}") as api:
+        for op, body, valid in cases:
+            assert _accepts(schemas[f"Lease{op.title()}"], body) is valid, (op, body)
+            assert (lease(api, op, **body).status_code != 422) is valid, (op, body)
 
 
 @pytest.mark.skipif(shutil.which("st", path=str(BIN)) is None, reason="schemathesis missing")
@@ -85,18 +123,18 @@ def test_a_generated_client_takes_reads_and_is_refused(
     _generate(doc_path, tmp_path / "tenure_generated")
     monkeypatch.syspath_prepend(str(tmp_path))
     gen: Any = importlib.import_module("tenure_generated")
-    call: Any = importlib.import_module("tenure_generated.api.default.lease_op")
+    acquire: Any = importlib.import_module("tenure_generated.api.default.lease_acquire")
+    get: Any = importlib.import_module("tenure_generated.api.default.lease_get")
     models: Any = importlib.import_module("tenure_generated.models")
     client = gen.AuthenticatedClient(base_url=srv.url, token=key)
     r = rid()
-    acquire = models.LeaseOpOp("acquire")
-    granted = call.sync_detailed(acquire, client=client, body=models.LeaseBody(r, holder="w"))
+    granted = acquire.sync_detailed(client=client, body=models.LeaseAcquire(r, holder="w"))
     assert granted.status_code == 201
     assert isinstance(granted.parsed, models.Answer)
     assert granted.parsed.data.outcome.value == "GRANTED" and granted.parsed.data.fencing_token
-    get = call.sync_detailed(models.LeaseOpOp("get"), client=client, body=models.LeaseBody(r))
-    assert isinstance(get.parsed, models.Answer) and get.parsed.data.holder == "w"
-    bad = models.LeaseBody(r, holder="w", ttl_seconds=0)
-    refused = call.sync_detailed(acquire, client=client, body=bad)
+    read = get.sync_detailed(client=client, body=models.LeaseGet(r))
+    assert isinstance(read.parsed, models.Answer) and read.parsed.data.holder == "w"
+    bad = models.LeaseAcquire(r, holder="w", ttl_seconds=0)
+    refused = acquire.sync_detailed(client=client, body=bad)
     assert refused.status_code == 422 and isinstance(refused.parsed, models.Refusal)
     assert refused.parsed.data.error.field == "ttlSeconds"
