@@ -178,13 +178,18 @@ def export_main(args: argparse.Namespace) -> int:
     from ledger.export import export_ledger
     from ledger.files import WriteFailed, writing_text
     from ledger.keyring import KeyFileError
-    from ledger.storage import open_storage
+    from ledger.reading import open_for_reading
+    from ledger.storage import StorageError
 
     problem = _missing_ledger(args)
     if problem is not None:
         return problem
     started = time.monotonic()
-    storage = open_storage(ledger_location(args))
+    try:
+        storage = open_for_reading(ledger_location(args))
+    except StorageError as error:
+        print(f"tenure: {error}", file=sys.stderr)
+        return 1
     try:
         key = _log_key(storage, args.keys)
         if key is None:

@@ -23,7 +23,8 @@ from ledger.checkpoint import checkpoint_body, sign_note
 from ledger.entries import iso
 from ledger.keyring import SigningKey
 from ledger.merkle import root_at
-from ledger.storage import Snapshot, Storage, StorageError, default_origin
+from ledger.reading import LedgerReader
+from ledger.storage import Snapshot, StorageError, default_origin
 from verify.audit import EXPORT_TYPE, EXPORT_VERSION, PROGRESS_EVERY
 from verify.compact import CompactRange
 from verify.rfc9162 import leaf_hash
@@ -34,7 +35,7 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def export_ledger(
-    storage: Storage,
+    storage: LedgerReader,
     out: TextIO,
     progress: Callable[[int], None] | None = None,
     origin: str | None = None,
