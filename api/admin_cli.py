@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from api import apikey_cli
 from api.database_option import add_database_option, ledger_location, ledger_name
 from api.progress import Progress
 
@@ -25,18 +26,7 @@ def add_parsers(commands: Any) -> None:
     for action, text in (("show", "print the active key"), ("rotate", "add a new signing key")):
         sub = key_actions.add_parser(action, help=text)
         sub.add_argument("--keys", type=Path, default=Path("keys"))
-    apikey = commands.add_parser("apikey", help="manage API keys")
-    actions = apikey.add_subparsers(dest="action", required=True)
-    create = actions.add_parser("create", help="print a new API key once; store its hash")
-    create.add_argument("name", help="the tenant the key acts for")
-    listing = actions.add_parser("list", help="list API keys: name, created, digest prefix")
-    revoke = actions.add_parser(
-        "revoke", help="revoke every key of NAME (a running server refuses them within a second)"
-    )
-    revoke.add_argument("name", help="the key's name, as given to `create`")
-    for sub in (create, listing, revoke):
-        sub.add_argument("--data", type=Path, default=Path("data"), help="ledger folder")
-        add_database_option(sub)
+    apikey_cli.add_parser(commands)
     _add_export(commands)
     _add_audit(commands)
 
@@ -79,7 +69,7 @@ def refuse(message: str) -> int:
     return 2
 
 
-def _missing_ledger(args: argparse.Namespace) -> int | None:
+def missing_ledger(args: argparse.Namespace) -> int | None:
     """Exit 2 if the ledger (``--data`` folder or ``--database``) does not exist yet, 1 if the
     database cannot be reached; None when it is there."""
     from ledger.storage import StorageError, storage_exists
@@ -93,51 +83,8 @@ def _missing_ledger(args: argparse.Namespace) -> int | None:
 
 
 def apikey_main(args: argparse.Namespace) -> int:
-    """``tenure apikey create|list|revoke``."""
-    from api.tenancy import create_api_key
-    from ledger.storage import open_storage
-
-    if args.action != "list" and not _valid_name(args.name):
-        return refuse("NAME must be 1..128 printable characters without '/'")
-    problem = _missing_ledger(args)
-    if problem is not None:
-        return problem
-    storage = open_storage(ledger_location(args))
-    try:
-        if args.action == "list":
-            return _list_keys(storage)
-        if args.action == "revoke":
-            return _revoke(storage, args.name)
-        key = create_api_key(storage, args.name)
-    finally:
-        storage.close()
-    print(key)
-    print(
-        f"API key for tenant {args.name!r}; shown once, stored only as its hash.", file=sys.stderr
-    )
-    return 0
-
-
-def _valid_name(name: str) -> bool:
-    return 1 <= len(name) <= 128 and name.isprintable() and "/" not in name
-
-
-def _list_keys(storage: Any) -> int:
-    from ledger.entries import iso
-
-    for record in storage.api_keys():
-        print(f"{record.name}\t{iso(record.created_at)}\tsha256:{record.digest.hex()[:12]}")
-    return 0
-
-
-def _revoke(storage: Any, name: str) -> int:
-    found = [record for record in storage.api_keys() if record.name == name]
-    revoked = sum(storage.revoke_api_key(record.digest) for record in found)
-    if not revoked:
-        print(f"tenure: no API key named {name!r}", file=sys.stderr)
-        return 1
-    print(f"revoked {revoked} API key(s) named {name!r}", file=sys.stderr)
-    return 0
+    """``tenure apikey create|list|rotate|revoke`` (``api/apikey_cli.py``)."""
+    return apikey_cli.main(args)
 
 
 def keys_main(args: argparse.Namespace) -> int:
@@ -181,7 +128,7 @@ def export_main(args: argparse.Namespace) -> int:
     from ledger.reading import open_for_reading
     from ledger.storage import StorageError
 
-    problem = _missing_ledger(args)
+    problem = missing_ledger(args)
     if problem is not None:
         return problem
     started = time.monotonic()

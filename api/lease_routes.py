@@ -12,12 +12,20 @@ from fastapi.responses import Response
 from api.lease_fast import LEASE_PATH, Handler
 from api.metrics import lease_answered
 from api.names import RULE, high_entropy
-from api.requests import caller_tenant, limit_client, parse, parse_body, read_body, runtime_of
+from api.requests import (
+    caller_tenant,
+    header,
+    limit_client,
+    parse,
+    parse_body,
+    read_body,
+    runtime_of,
+)
 from api.responses import respond, suite_of
 from api.schemas import OPS, InputError, LeaseBody, NamespaceBody
 from api.settings import Settings
 from api.tenancy import ANONYMOUS, mint_namespace
-from ledger.calls import Answer, LeaseCall, Limits, StorageUnavailable
+from ledger.calls import Answer, KeyRevoked, LeaseCall, Limits, StorageUnavailable
 from ledger.leases import Outcome
 from ledger.ops import CallRefused, Op, check_call, may_wait
 
@@ -87,7 +95,8 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     call = _call(body, op, tenant, service.limits)
     durable = None
     if may_wait(call):
-        answer = await _unless_disconnected(request, service.lease(call))
+        call.key_digest = runtime.tenancy.key_digest(header(request, "authorization"))
+        answer = await _waited(request, service.lease(call))
     else:  # signed while its batch's commit is made durable, sent only once it is (0014)
         answer, durable = await service.lease_early(call)
     try:
@@ -116,6 +125,15 @@ def _replay_owner_token(call: LeaseCall, answer: Answer) -> None:
         answer.data["ownerToken"] = token
     else:
         answer.data["ownerTokenWithheld"] = f"a requestId that returns an ownerToken {RULE}"
+
+
+async def _waited(request: Request, waiting: Awaitable[Answer]) -> Answer:
+    """A blocking wait's answer; 401 if the caller's API key was revoked while it waited."""
+    try:
+        return await _unless_disconnected(request, waiting)
+    except KeyRevoked as error:
+        message = "the API key was revoked while the call waited; nothing was granted"
+        raise InputError("unauthorized", message, status=401) from error
 
 
 async def _unless_disconnected(request: Request, waiting: Awaitable[Answer]) -> Answer:

@@ -81,12 +81,20 @@ class Tenancy:
             raise InputError("unauthorized", "the anonymous tenant is turned off", status=401)
         return ANONYMOUS
 
-    def _key_tenant(self, authorization: str) -> str:
-        scheme, _, key = authorization.partition(" ")
+    @staticmethod
+    def key_digest(authorization: str | None) -> str | None:
+        """Hex SHA-256 of the Bearer key (its row's key), or None without one: a waiting call
+        carries it so that revoking this one key refuses the call before it is served."""
+        scheme, _, key = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
+            return None
+        return secret_digest(key.strip()).hex()
+
+    def _key_tenant(self, authorization: str) -> str:
+        key_digest = self.key_digest(authorization)
+        if key_digest is None:
             raise InputError("unauthorized", "Authorization must be 'Bearer <apiKey>'", status=401)
-        key_digest = secret_digest(key.strip())
-        tenant = self.keys.tenant(key_digest)
+        tenant = self.keys.tenant(bytes.fromhex(key_digest))
         if tenant is None:
             raise InputError("unauthorized", "unknown API key", status=401)
         return tenant

@@ -61,11 +61,16 @@ class LeaseCall:
     fingerprint: str | None = None
     scope: str | None = None
     result: Any = None
+    key_digest: str | None = None
+    """Hex SHA-256 of the API key the call came with: a waiter is refused, not served, once
+    its key is revoked (the key's tenant may live on under a rotated key)."""
 
     def digest(self) -> bytes:
-        """What 'the same input' means for rule 12: every field but the requestId."""
+        """What 'the same input' means for rule 12: every field but the requestId and which
+        of the tenant's keys sent it (a retry with a rotated key replays)."""
         fields = asdict(self)
         fields.pop("request_id")
+        fields.pop("key_digest")
         if self.owner_token is not None:
             fields["owner_token"] = owner_digest(self.owner_token).hex()
         return hashlib.sha256(canonicalize(fields)).digest()
@@ -90,6 +95,11 @@ class Answer:
 
 class StorageUnavailable(Exception):
     """The ledger cannot be written: answer 503 with status unknown."""
+
+
+class KeyRevoked(Exception):
+    """The API key a waiting call came with was revoked before the call was served: 401,
+    and nothing was granted or recorded for it."""
 
 
 REQUEST_LABEL = b"tenure/owner/request\x00"

@@ -38,6 +38,7 @@ from ledger.changes import RememberRequest
 from ledger.entries import b64
 from ledger.leases import Decision, EventKind, Outcome, Resource
 from ledger.merkle import CompactRange
+from ledger.names import FINGERPRINT, REQUEST_INPUT
 from ledger.ops import ACQUIRING, Op, digest_of
 from ledger.recorder import Recorder
 from ledger.replay import replayed
@@ -149,7 +150,7 @@ class Decider:
 
     def lease(self, call: LeaseCall, now: int, waiter: Waiter | None) -> Answer | None:
         """Decide one call; ``None`` if it joined the wait queue (``waiter`` given, held)."""
-        digest = digest_of(call)
+        digest = self.request_digest(call)
         if digest is not None:
             replay = replayed(self, call, digest, now)
             if replay is not None:
@@ -179,6 +180,18 @@ class Decider:
 
     # -- deciding ----------------------------------------------------------------------------
 
+    def request_digest(self, call: LeaseCall) -> bytes | None:
+        """Rule 12's digest of the call's input, keyed under the names key (0010)."""
+        raw = digest_of(call)
+        return None if raw is None else self.tx.keyed(REQUEST_INPUT, call.tenant, raw)
+
+    def fingerprint(self, call: LeaseCall) -> bytes | None:
+        """The call's fingerprint as the resource row keeps it: keyed, like the digest."""
+        if call.fingerprint is None:
+            return None
+        raw = hashlib.sha256(call.fingerprint.encode()).digest()
+        return self.tx.keyed(FINGERPRINT, call.tenant, raw)
+
     def owner_token(self, call: LeaseCall, waiter_id: str | None) -> str | None:
         """The token a grant would carry: derived from the requestId (so a replay can return
         it) or the waiter id (so the waiting process can), else 256 fresh random bits."""
@@ -203,7 +216,7 @@ class Decider:
                 presented_owner=presented,
                 fencing_token=call.fencing_token,
                 capacity=call.capacity,
-                fingerprint=None if call.fingerprint is None else _fingerprint(call.fingerprint),
+                fingerprint=self.fingerprint(call),
                 scope=call.scope,
             )
             return leases.acquire(res, args, now)
@@ -272,16 +285,16 @@ class Decider:
         return data
 
 
-def _fingerprint(fingerprint: str) -> bytes:
-    return hashlib.sha256(fingerprint.encode()).digest()
-
-
 def _json(data: dict[str, Any]) -> str:
     return json.dumps(data)
 
 
 def _grant(waiter: Waiter) -> None:
-    if not waiter.future.done() and waiter.granted is not None:
+    if waiter.future.done():
+        return
+    if waiter.refused is not None:
+        waiter.future.set_exception(waiter.refused)
+    elif waiter.granted is not None:
         waiter.future.set_result(waiter.granted)
 
 

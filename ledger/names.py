@@ -27,6 +27,10 @@ DIGEST_BYTES = 16
 NONCE_BYTES = 12
 LOOKUP_LABEL = b"tenure/names/lookup\x00"
 SEAL_LABEL = b"tenure/names/seal\x00"
+REQUEST_INPUT = b"request-input"
+"""Kind of :meth:`NameCodec.keyed` for rule 12's digest of a call's input."""
+FINGERPRINT = b"fingerprint"
+"""Kind of :meth:`NameCodec.keyed` for a fingerprint's SHA-256 (rule 11)."""
 _REMEMBERED = 1024  # digests kept before the memo starts over (one HMAC per name per decision)
 
 
@@ -76,6 +80,16 @@ class NameCodec:
 
     def request(self, tenant: str, request_id: str) -> bytes:
         return self._digest(b"request", tenant, request_id)
+
+    def keyed(self, kind: bytes, tenant: str, value: bytes) -> bytes:
+        """An unkeyed digest of a caller's input (``kind``: :data:`REQUEST_INPUT`,
+        :data:`FINGERPRINT`) keyed for its tenant: compared for equality, never looked up, and
+        no dictionary of names can be tested against it without the key."""
+        return self.keyed_in(kind, self.tenant(tenant), value)
+
+    def keyed_in(self, kind: bytes, tenant_digest: bytes, value: bytes) -> bytes:
+        """:meth:`keyed` given the tenant's digest (a migration has only the row's)."""
+        return self._lookup_mac.digest(kind + b"\x00" + tenant_digest + value)
 
     def _digest(self, kind: bytes, tenant: str, name: str) -> bytes:
         known = self._known.get((kind, tenant, name))

@@ -21,7 +21,7 @@ from typing import Any
 
 from ledger import sweeper, waits
 from ledger.answers import Position
-from ledger.calls import Answer, LeaseCall, Limits, StorageUnavailable, now_ms
+from ledger.calls import Answer, KeyRevoked, LeaseCall, Limits, StorageUnavailable, now_ms
 from ledger.changes import ArmDeadMan, Change, DisarmDeadMan
 from ledger.committer import GroupCommitter
 from ledger.decider import Decider
@@ -189,7 +189,9 @@ class LeaseService:
             final = self.committer.submit(
                 lambda _: waits.collect(decider, waiter, self.clock(), True)
             )
-            answer: Answer = await self.durable(final)
+            answer: Answer | None = await self.durable(final)
+            if answer is None:  # collect refused it: its key was revoked
+                raise waiter.refused or KeyRevoked() from None
             return answer
 
     def wake(self, waiter_id: str) -> None:
@@ -204,7 +206,9 @@ class LeaseService:
             if done.cancelled() or done.exception() is not None or waiter.future.done():
                 return  # the deadline's re-check still collects it
             answer = done.result()
-            if answer is not None:
+            if waiter.refused is not None:
+                waiter.future.set_exception(waiter.refused)
+            elif answer is not None:
                 waiter.future.set_result(answer)
 
         work.add_done_callback(deliver)

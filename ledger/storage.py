@@ -112,6 +112,16 @@ class Transaction(Protocol):
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None: ...
 
+    def api_key_tenant(self, digest: bytes) -> str | None:
+        """The API key's tenant as this transaction sees it (None: revoked or unknown)."""
+        ...
+
+    def keyed(self, kind: bytes, tenant: str, value: bytes) -> bytes:
+        """``value`` (a digest of a caller's input: a request, a fingerprint) keyed under the
+        names key for its tenant (docs/decisions/0010), so a stolen database cannot test
+        guesses against it."""
+        ...
+
     def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
         """Up to ``limit`` distinct (tenant, resource) holding a lease with ``expires_at <= now``
         (an index on ``expires_at``: the sweeper never walks every lease)."""

@@ -12,7 +12,7 @@ import asyncio
 import secrets
 from dataclasses import dataclass, field
 
-from ledger.calls import Answer, LeaseCall
+from ledger.calls import Answer, KeyRevoked, LeaseCall
 
 
 @dataclass(slots=True, eq=False)  # two waiters are never the same one, whatever they ask
@@ -23,6 +23,8 @@ class Waiter:
     """128 random bits: names the row, and derives the owner token of a grant (0007)."""
     granted: Answer | None = None
     """Set by this process's writer when its transaction grants the waiter (before commit)."""
+    refused: KeyRevoked | None = None
+    """Set instead when its API key was revoked before a slot came: it is answered 401."""
 
     @property
     def abandoned(self) -> bool:

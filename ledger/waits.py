@@ -6,6 +6,10 @@ they queued, whichever process holds them, stopping at the first still held. A g
 process's waiter is handed to it after the commit; for another process the row keeps the
 answer's data (never the owner token: the waiter derives it, 0007) until that process collects
 it (:func:`collect`), woken by the granting process or by its own deadline.
+
+A waiter whose API key was revoked meanwhile is refused instead, wherever it would be served or
+collected: its row goes, nothing is recorded, and its caller is answered 401 (the transaction
+reads the key as it stands, not the one-second cache of new calls).
 """
 
 from __future__ import annotations
@@ -14,10 +18,10 @@ import json
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from ledger.calls import Answer, LeaseCall
+from ledger.calls import Answer, KeyRevoked, LeaseCall
 from ledger.changes import AddWaiter, DropWaiter, DropWorkerWaiters, GrantWaiter
 from ledger.leases import Decision, Outcome
-from ledger.ops import Op, digest_of
+from ledger.ops import Op
 from ledger.storage import WaiterRecord
 from ledger.waiting import Waiter
 
@@ -56,6 +60,12 @@ def _serve(d: Decider, key: Key, row: WaiterRecord, now: int) -> bool:
         d.tx.apply(DropWaiter(row.waiter_id))  # its caller is gone
         return True
     call, digest = _call_of(row.call)
+    if revoked(d, call):
+        d.tx.apply(DropWaiter(row.waiter_id))
+        if local is not None:
+            local.refused = KeyRevoked()
+        d.served.append((row.worker, row.waiter_id))  # woken to learn it was refused
+        return True
     res = d.resource(*key)
     token = d.owner_token(call, row.waiter_id)
     decision = d.decide(call, res, now, token)
@@ -75,9 +85,14 @@ def _serve(d: Decider, key: Key, row: WaiterRecord, now: int) -> bool:
 
 def collect(d: Decider, waiter: Waiter, now: int, final: bool) -> Answer | None:
     """A waiter's grant if one came (its row answered); else, ``final`` (the wait is over),
-    one plain attempt that refuses like rule 8 if still held, else ``None``."""
+    one plain attempt that refuses like rule 8 if still held, else ``None``. A waiter whose key
+    was revoked gets ``None`` and :attr:`~ledger.waiting.Waiter.refused`, its row dropped."""
     if waiter.granted is not None:
         return waiter.granted
+    if revoked(d, waiter.call):
+        leave(d, waiter)
+        waiter.refused = KeyRevoked()
+        return None
     row = d.tx.waiter(waiter.waiter_id)
     if row is not None and row.answer is not None:
         d.tx.apply(DropWaiter(waiter.waiter_id))
@@ -92,7 +107,7 @@ def collect(d: Decider, waiter: Waiter, now: int, final: bool) -> Answer | None:
     decision = d.decide(call, res, now, token)
     if decision.outcome is Outcome.HELD:
         decision.witnesses.append({"rule": "wait", "reason": "timed out"})
-    return d.commit(call, res, decision, now, token, digest_of(call))
+    return d.commit(call, res, decision, now, token, d.request_digest(call))
 
 
 def leave(d: Decider, waiter: Waiter) -> None:
@@ -112,6 +127,12 @@ def _collected(d: Decider, waiter: Waiter, data: dict[str, Any]) -> Answer:
     if outcome is Outcome.GRANTED and token is not None:
         data = {**data, "ownerToken": token}
     return Answer(data, outcome, outcome is Outcome.GRANTED, cite=True)
+
+
+def revoked(d: Decider, call: LeaseCall) -> bool:
+    """Whether the call came with an API key that no longer exists, as this transaction sees."""
+    key = call.key_digest
+    return key is not None and d.tx.api_key_tenant(bytes.fromhex(key)) is None
 
 
 def should_wait(call: LeaseCall, decision: Decision) -> bool:

@@ -18,7 +18,7 @@ from ledger.service import LeaseService
 from ledger.sqlite.positions import node_position
 from ledger.sqlite.schema import DB_NAME, SCHEMA_VERSION
 from ledger.storage import Storage, open_storage
-from tests.names_key import NAMES
+from tests.names_key import NAMES, unkeyed_fingerprints
 from tests.test_state_table import SECRET, START, _write_some
 from verify.rfc9162 import leaf_hash, verify_inclusion
 
@@ -81,6 +81,7 @@ def _back_to_step_5(path: Path, nodes: dict[tuple[int, int], bytes]) -> None:
             f"CREATE TRIGGER tree_nodes_no_{action.lower()} BEFORE {action} ON tree_nodes "
             "BEGIN SELECT RAISE(ABORT, 'tree_nodes is append-only'); END"
         )
+    unkeyed_fingerprints(conn, "state", "f")
     conn.execute("PRAGMA user_version = 5")
     conn.execute("COMMIT")
     conn.close()
@@ -96,7 +97,8 @@ def test_a_step_5_ledger_keys_its_nodes_by_position_and_carries_on(tmp_path: Pat
     storage = open_storage(tmp_path)  # no names key: this step needs none
     try:
         with sqlite3.connect(tmp_path / DB_NAME) as conn:
-            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            assert version == 6 == SCHEMA_VERSION - 1  # step 7 keys digests: it needs the key
             columns = [row[1] for row in conn.execute("PRAGMA table_info(tree_nodes)")]
             assert columns == ["pos", "hash"]
             with pytest.raises(sqlite3.IntegrityError, match="append-only"):

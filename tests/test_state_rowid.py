@@ -10,7 +10,7 @@ from pathlib import Path
 from ledger.sqlite.migrations import STATE_COLUMNS
 from ledger.sqlite.schema import DB_NAME, SCHEMA_VERSION
 from ledger.storage import open_storage
-from tests.names_key import NAMES
+from tests.names_key import NAMES, unkeyed_fingerprints
 from tests.test_state_table import START, _resources, _write_some, carry_on
 
 STEP_4_STATE = (
@@ -40,6 +40,7 @@ def _back_to_step_4(path: Path) -> None:
         conn.execute(statement)
     conn.execute(f"INSERT INTO state({STATE_COLUMNS}) SELECT {STATE_COLUMNS} FROM state_v5")
     conn.execute("DROP TABLE state_v5")
+    unkeyed_fingerprints(conn, "state", "f")
     conn.execute("PRAGMA user_version = 4")
     conn.execute("COMMIT")
     conn.close()
@@ -63,7 +64,7 @@ def test_a_step_4_ledger_moves_its_rows_into_rowid_order_and_carries_on(tmp_path
     try:
         assert "WITHOUT ROWID" not in _state_sql(tmp_path / DB_NAME)
         with sqlite3.connect(tmp_path / DB_NAME) as conn:
-            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
             names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
             assert "state_v4" not in names
             assert {"state_expires_at", "state_scope", "state_lifecycle_end"} <= names

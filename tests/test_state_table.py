@@ -15,7 +15,7 @@ from ledger.leases import Resource
 from ledger.service import LeaseService
 from ledger.sqlite.schema import DB_NAME, SCHEMA_VERSION
 from ledger.storage import Storage, open_storage
-from tests.names_key import NAMES
+from tests.names_key import NAMES, unkeyed_fingerprints
 
 START = 1_800_000_000_000
 SECRET = b"s" * 32
@@ -97,6 +97,7 @@ def _back_to_step_3(path: Path) -> None:
         " lease_id FROM state WHERE token > 0"
     )
     conn.execute("DROP TABLE state")
+    unkeyed_fingerprints(conn, "resources", "f")
     conn.execute("PRAGMA user_version = 3")
     conn.execute("COMMIT")
     conn.close()
@@ -122,7 +123,7 @@ def test_a_step_3_ledger_moves_into_one_table_and_carries_on(tmp_path: Path) -> 
         tables = _tables(tmp_path / DB_NAME)
         assert "state" in tables and not {"resources", "leases"} & tables
         with sqlite3.connect(tmp_path / DB_NAME) as conn:
-            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
         assert _resources(storage) == before  # every row, its sealed names and result opened
         with storage.transaction() as tx:
             assert tx.scope_resources("t", "job-1") == ["solo"]

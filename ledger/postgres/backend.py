@@ -95,6 +95,12 @@ class PostgresTransaction:
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         return reads.request(self.conn, self._names, tenant, request_id)
 
+    def api_key_tenant(self, digest: bytes) -> str | None:
+        return reads.api_key_tenant(self.conn, digest)
+
+    def keyed(self, kind: bytes, tenant: str, value: bytes) -> bytes:
+        return self._names.keyed(kind, tenant, value)
+
     def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
         return reads.expired_leases(self.conn, self._names, now, limit)
 

@@ -15,12 +15,13 @@ from collections.abc import Callable
 import psycopg
 
 from ledger.names import NameCodec
-from ledger.postgres.sealed import check_sealed_by, seal_names
+from ledger.postgres.sealed import check_sealed_by, key_digests, seal_names
 from ledger.storage import StorageError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 NAMES_STEP = 3
-"""The step that seals names (docs/decisions/0010): it needs the names key to run."""
+"""The step that seals names (docs/decisions/0010): it needs the names key to run, as does
+step 4, which keys the stored request digests and fingerprints."""
 MIGRATION_LOCK = 0x7465_6E75_7265_0001  # pg_advisory_xact_lock key: "tenure" + 1
 """Held while migrating, so nodes starting together create the schema once."""
 
@@ -104,6 +105,7 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], names: NameCodec | Non
     steps = list(MIGRATIONS)
     if names is not None:
         steps.append(lambda conn: seal_names(conn, names))
+        steps.append(lambda conn: key_digests(conn, names))
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         conn.execute(

@@ -1,4 +1,5 @@
-"""PostgreSQL schema step 3: the state tables hold digests and sealed names (docs/decisions/0010).
+"""PostgreSQL schema step 3: the state tables hold digests and sealed names (docs/decisions/0010);
+step 4: the stored request digests and fingerprints are keyed too (``ledger/rekey.py``).
 
 The step reads every clear row, recreates the tables (same names and indexes, ``bytea`` keys and
 sealed columns) and writes the rows again through the translation of every later change
@@ -11,6 +12,7 @@ from typing import Any
 
 import psycopg
 
+from ledger import rekey
 from ledger.changes import Change
 from ledger.names import NAMES_CHECK, NameCodec, check_key
 from ledger.sealing import CLEAR_COLUMNS, clear_changes
@@ -55,6 +57,33 @@ def seal_names(conn: psycopg.Connection[Any], names: NameCodec) -> None:
     for change in changes:
         apply(conn, names, change)
     conn.execute("INSERT INTO meta(key, value) VALUES (%s, %s)", (NAMES_CHECK, names.check))
+
+
+def key_digests(conn: psycopg.Connection[Any], names: NameCodec) -> None:
+    """Step 4: every stored request digest and fingerprint, keyed (``ledger/rekey.py``)."""
+    found = conn.execute("SELECT tenant, request_id, request_digest FROM idempotency")
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            "UPDATE idempotency SET request_digest = %s WHERE tenant = %s AND request_id = %s",
+            [(rekey.request(names, t, digest), t, q) for t, q, digest in found.fetchall()],
+        )
+        found = conn.execute(
+            "SELECT tenant, name, fingerprint, completed_fingerprint FROM resources"
+            " WHERE fingerprint IS NOT NULL OR completed_fingerprint IS NOT NULL"
+        )
+        cursor.executemany(
+            "UPDATE resources SET fingerprint = %s, completed_fingerprint = %s"
+            " WHERE tenant = %s AND name = %s",
+            [
+                (rekey.fingerprint(names, t, bound), rekey.fingerprint(names, t, done), t, n)
+                for t, n, bound, done in found.fetchall()
+            ],
+        )
+        found = conn.execute("SELECT waiter_id, tenant, call FROM waiters")
+        cursor.executemany(
+            "UPDATE waiters SET call = %s WHERE waiter_id = %s",
+            [(rekey.waiter_call(names, w, t, call), w) for w, t, call in found.fetchall()],
+        )
 
 
 def check_sealed_by(conn: psycopg.Connection[Any], names: NameCodec) -> None:

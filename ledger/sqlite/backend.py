@@ -82,6 +82,12 @@ class SQLiteTransaction:
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         return reads.request(self._reading(), self._names, tenant, request_id)
 
+    def api_key_tenant(self, digest: bytes) -> str | None:
+        return reads.api_key_tenant(self._reading(), digest)
+
+    def keyed(self, kind: bytes, tenant: str, value: bytes) -> bytes:
+        return self._names.keyed(kind, tenant, value)
+
     def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
         return reads.expired_leases(self._reading(), self._names, now, limit)
 
@@ -251,9 +257,7 @@ class SQLiteStorage:
             )
 
     def api_key_tenant(self, digest: bytes) -> str | None:
-        sql = "SELECT tenant FROM api_keys WHERE key_digest = ?"
-        row = self._reader.execute(sql, (digest,)).fetchone()
-        return None if row is None else str(row[0])
+        return reads.api_key_tenant(self._reader, digest)
 
     def add_api_key(self, record: ApiKeyRecord) -> None:
         with self.transaction():

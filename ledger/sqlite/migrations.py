@@ -6,7 +6,8 @@ tables with digests and sealed columns, and writes the rows back through the sam
 as every later change (``ledger/sqlite/store.py``); then the WAL is emptied and the file rebuilt.
 Step 4 keeps resources and their leases in one table (docs/decisions/0013); step 5 stores its
 rows in rowid order, its key an index, and step 6 keys tree nodes by their post-order position
-(both docs/decisions/0016; ``ledger/sqlite/positions.py``).
+(both docs/decisions/0016; ``ledger/sqlite/positions.py``). Step 7 keys the stored request
+digests and fingerprints under the names key (``ledger/rekey.py``, docs/decisions/0010).
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from collections.abc import Callable
 
 import sqlite_utils
 
+from ledger import rekey
 from ledger.changes import Change
 from ledger.names import NAMES_CHECK, NameCodec, check_key
 from ledger.sealing import CLEAR_COLUMNS, clear_changes
 from ledger.sqlite.positions import node_position
 from ledger.sqlite.schema import (
     APPEND_ONLY,
+    KEYED_STEP,
     MIGRATIONS,
     NAMES_STEP,
     SCHEMA_VERSION,
@@ -115,6 +118,31 @@ def node_positions(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE tree_nodes_v5")
 
 
+def key_digests(conn: sqlite3.Connection, names: NameCodec) -> None:
+    """Step 7: every stored request digest and fingerprint, keyed (``ledger/rekey.py``)."""
+    found = conn.execute("SELECT tenant, request_id, request_digest FROM idempotency")
+    conn.executemany(
+        "UPDATE idempotency SET request_digest = ? WHERE tenant = ? AND request_id = ?",
+        [(rekey.request(names, t, digest), t, q) for t, q, digest in found.fetchall()],
+    )
+    found = conn.execute(
+        "SELECT rowid, tenant, fingerprint, completed_fingerprint FROM state WHERE token = 0"
+        " AND (fingerprint IS NOT NULL OR completed_fingerprint IS NOT NULL)"
+    )
+    conn.executemany(
+        "UPDATE state SET fingerprint = ?, completed_fingerprint = ? WHERE rowid = ?",
+        [
+            (rekey.fingerprint(names, t, bound), rekey.fingerprint(names, t, done), rowid)
+            for rowid, t, bound, done in found.fetchall()
+        ],
+    )
+    found = conn.execute("SELECT waiter_id, tenant, call FROM waiters")
+    conn.executemany(
+        "UPDATE waiters SET call = ? WHERE waiter_id = ?",
+        [(rekey.waiter_call(names, w, t, call), w) for w, t, call in found.fetchall()],
+    )
+
+
 def _node_table(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE tree_nodes(pos INTEGER PRIMARY KEY, hash BLOB NOT NULL)")
     append_only(conn, "tree_nodes")
@@ -124,11 +152,11 @@ def migrate(
     conn: sqlite3.Connection, names: NameCodec | None, served: Callable[[], bool] = lambda: False
 ) -> int:
     """Bring the schema to SCHEMA_VERSION, each step in its own transaction; steps 3 to 5 (the
-    names sealed, then the tables holding them) run only with the names key: without it the
-    schema stays before the first of them not yet run, and only what holds no names can be
-    used. Each step reads the version inside its transaction, so two processes opening one
-    folder at once run each step once. A step is never run while ``served()`` (a server of an
-    older version is using the folder). The version reached is returned."""
+    names sealed, then the tables holding them) and 7 (digests keyed) run only with the names
+    key: without it the schema stays before the first of them not yet run, and only what holds
+    no names can be used. Each step reads the version inside its transaction, so two processes
+    opening one folder at once run each step once. A step is never run while ``served()`` (a
+    server of an older version is using the folder). The version reached is returned."""
     db = sqlite_utils.Database(conn)
     version = _version(conn)
     if version > SCHEMA_VERSION:
@@ -138,6 +166,7 @@ def migrate(
         lambda: MIGRATIONS[1](db),
         *_keyed_steps(conn, names),
         lambda: node_positions(conn),
+        None if names is None else lambda: key_digests(conn, names),
     ]
     reached = version
     while reached < len(steps) and steps[reached] is not None:
@@ -148,7 +177,7 @@ def migrate(
                 " this version to upgrade the ledger"
             )
         reached = _run_step(conn, steps)
-    if version < NAMES_STEP <= reached and version > 0:
+    if version > 0 and (version < NAMES_STEP <= reached or version < KEYED_STEP <= reached):
         scrub(conn)
     if names is not None:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (NAMES_CHECK,)).fetchone()

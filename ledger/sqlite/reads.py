@@ -82,6 +82,11 @@ def keys(conn: sqlite3.Connection) -> list[KeyRecord]:
     return [KeyRecord(did, bytes(pub), multi, start, end) for did, pub, multi, start, end in rows]
 
 
+def api_key_tenant(conn: sqlite3.Connection, digest: bytes) -> str | None:
+    row = conn.execute("SELECT tenant FROM api_keys WHERE key_digest = ?", (digest,)).fetchone()
+    return None if row is None else str(row[0])
+
+
 def api_keys(conn: sqlite3.Connection) -> list[ApiKeyRecord]:
     sql = "SELECT key_digest, tenant, name, created_at FROM api_keys ORDER BY created_at"
     return [ApiKeyRecord(bytes(d), t, n, c) for d, t, n, c in conn.execute(sql)]

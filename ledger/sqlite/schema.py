@@ -16,9 +16,11 @@ import sqlite_utils
 from ledger.cluster import serving
 from ledger.names import NameCodec
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 NAMES_STEP = 3
 """The step that seals names (docs/decisions/0010): it needs the names key to run."""
+KEYED_STEP = 7
+"""The step that keys request digests and fingerprints (0010's addendum): it needs it too."""
 DB_NAME = "tenure.db"
 
 

@@ -1,0 +1,168 @@
+"""A revoked API key gets nothing through a wait it queued before the revoke, and one key of a
+tenant can be rotated out without cutting the tenant off (`tenure apikey rotate` / `revoke ID`).
+
+Run against a real `tenure serve --workers 2` on a SQLite folder: the waiter's worker, the
+worker that frees the slot and the process that revokes the key are separate processes."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import ROOT, Server
+from tests.test_names_at_rest import wait_for_waiter
+
+RESOURCE = "deploy:prod"
+
+
+def tenure(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "api", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def key_id(key: str) -> str:
+    """The id `apikey list` shows: the first 12 hex digits of the key's SHA-256."""
+    return "sha256:" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def new_key(action: str, data: Path) -> str:
+    made = tenure("apikey", action, "team-a", "--data", str(data))
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def queue_wait(srv: Server, key: str, answers: list[httpx.Response]) -> threading.Thread:
+    """A `lease/wait` with ``key`` in a thread of its own, once its waiter row is committed."""
+
+    def wait() -> None:
+        with srv.client(**bearer(key)) as own:
+            body = {"resource": RESOURCE, "holder": "leaked", "waitSeconds": 30}
+            answers.append(own.post("/api/v1/lease/wait", json=body))
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    wait_for_waiter(srv.data / "tenure.db")
+    return thread
+
+
+def refused_soon(thread: threading.Thread, answers: list[httpx.Response]) -> None:
+    """The waiter was answered 401 at once (not at its 30 s deadline), without a grant."""
+    thread.join(timeout=10)
+    assert not thread.is_alive(), "the revoked key's waiter was not answered"
+    answer = answers[0]
+    assert answer.status_code == 401, answer.text
+    error = answer.json()["data"]["error"]
+    assert error["code"] == "unauthorized" and "revoked" in error["message"]
+    assert "ownerToken" not in answer.text
+
+
+def acquire(api: httpx.Client, key: str) -> dict[str, object]:
+    body = {"resource": RESOURCE, "holder": "keeper", "ttlSeconds": 60}
+    answer = api.post("/api/v1/lease/acquire", json=body, headers=bearer(key))
+    assert answer.status_code == 201, answer.text
+    data: dict[str, object] = answer.json()["data"]
+    return data
+
+
+def test_a_revoked_keys_queued_wait_is_refused_and_nothing_is_granted(
+    fresh_server: Server,
+) -> None:
+    fresh_server.args = ["--workers", "2"]
+    srv = fresh_server.start()
+    keeper = new_key("create", srv.data)
+    leaked = [new_key("rotate", srv.data) for _ in range(2)]  # the same tenant, other keys
+    with srv.client() as api:
+        held = acquire(api, keeper)
+        assert held["fencingToken"] == 1
+        answers: list[httpx.Response] = []
+        thread = queue_wait(srv, leaked[0], answers)
+        assert (
+            tenure("apikey", "revoke", key_id(leaked[0]), "--data", str(srv.data)).returncode == 0
+        )
+        freed = api.post(
+            "/api/v1/lease/release",
+            json={"resource": RESOURCE, "ownerToken": held["ownerToken"]},
+            headers=bearer(keeper),
+        )
+        assert freed.status_code == 200, freed.text
+        refused_soon(thread, answers)
+        held = acquire(api, keeper)  # free: the revoked waiter was never granted it
+        assert held["fencingToken"] == 2
+
+        answers = []
+        thread = queue_wait(srv, leaked[1], answers)
+        assert (
+            tenure("apikey", "revoke", key_id(leaked[1]), "--data", str(srv.data)).returncode == 0
+        )
+        folders = ["--data", str(srv.data), "--keys", str(srv.root / "keys")]
+        forced = tenure("lease", "revoke", RESOURCE, "--reason", "stuck", "--api-key-name",
+                        "team-a", *folders)  # fmt: skip
+        assert forced.returncode == 0, forced.stderr  # another process frees the slot
+        refused_soon(thread, answers)
+        assert acquire(api, keeper)["fencingToken"] == 3
+        page = api.get("/api/v1/log/entries").json()
+    kinds = [e["entry"]["kind"] for e in page.get("data", page)["entries"]]
+    assert kinds.count("acquire") == 3  # the keeper's three; none for the revoked keys
+
+
+def test_rotate_then_revoke_one_key_by_id_keeps_the_tenant(fresh_server: Server) -> None:
+    srv = fresh_server.start()
+    data = str(srv.data)
+    old = new_key("create", srv.data)
+    new = new_key("rotate", srv.data)
+    listed = tenure("apikey", "list", "--data", data).stdout.splitlines()
+    assert [line.split("\t")[2] for line in listed] == [key_id(old), key_id(new)]
+    ambiguous = tenure("apikey", "revoke", "team-a", "--data", data)
+    assert ambiguous.returncode == 2
+    assert key_id(old) in ambiguous.stderr and "--all" in ambiguous.stderr
+    with srv.client() as api:
+        held = acquire(api, new)  # both keys act for one tenant: the same resource
+        assert tenure("apikey", "revoke", key_id(old), "--data", data).returncode == 0
+        gone = time.monotonic()
+        while acquire_status(api, old) != 401:
+            assert time.monotonic() - gone < 1.5, "the revoked key still works"
+            time.sleep(0.05)
+        body = {"resource": RESOURCE, "ownerToken": held["ownerToken"]}
+        renewed = api.post("/api/v1/lease/renew", json=body, headers=bearer(new))
+        assert renewed.status_code == 200, renewed.text
+    assert tenure("apikey", "revoke", "team-a", "--data", data).returncode == 0  # its only key
+    assert tenure("apikey", "list", "--data", data).stdout == ""
+    unknown = tenure("apikey", "rotate", "team-b", "--data", data)
+    assert unknown.returncode == 1 and "no API key named 'team-b'" in unknown.stderr
+    bad = tenure("apikey", "revoke", "sha256:xyz", "--data", data)
+    assert bad.returncode == 2 and "8..64 hex digits" in bad.stderr
+
+
+def acquire_status(api: httpx.Client, key: str) -> int:
+    body = {"resource": "other:" + key[-8:], "holder": "w"}
+    return api.post("/api/v1/lease/acquire", json=body, headers=bearer(key)).status_code
+
+
+def test_a_revoked_keys_wait_is_refused_when_the_lease_before_it_expires(
+    fresh_server: Server,
+) -> None:
+    """The issue's reproduction: the holder's lease runs out (the sweeper serves the queue)
+    after the only key of the tenant was revoked by name."""
+    fresh_server.args = ["--workers", "2"]
+    srv = fresh_server.start()
+    key = new_key("create", srv.data)
+    with srv.client(**bearer(key)) as api:
+        body = {"resource": RESOURCE, "holder": "keeper", "ttlSeconds": 2}
+        assert api.post("/api/v1/lease/acquire", json=body).status_code == 201
+        answers: list[httpx.Response] = []
+        thread = queue_wait(srv, key, answers)
+        assert tenure("apikey", "revoke", "team-a", "--data", str(srv.data)).returncode == 0
+        refused_soon(thread, answers)
+        page = api.get("/api/v1/log/entries").json()
+    kinds = [e["entry"]["kind"] for e in page.get("data", page)["entries"]]
+    assert kinds.count("acquire") == 1, kinds
