@@ -12,8 +12,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
 from tests.conftest import ROOT, Server
 from tests.test_names_at_rest import wait_for_waiter
@@ -166,3 +168,33 @@ def test_a_revoked_keys_wait_is_refused_when_the_lease_before_it_expires(
         page = api.get("/api/v1/log/entries").json()
     kinds = [e["entry"]["kind"] for e in page.get("data", page)["entries"]]
     assert kinds.count("acquire") == 1, kinds
+
+
+def test_a_revoked_keys_mcp_lease_wait_is_refused(fresh_server: Server) -> None:
+    """The same over MCP's `lease_wait` at /mcp: the tool call is an error naming the revoke,
+    with no ownerToken, and the slot goes on to the keeper."""
+    pytest.importorskip("mcp")
+    from tests.test_mcp_http import _drive
+
+    srv = fresh_server.start()
+    keeper = new_key("create", srv.data)
+    leaked = new_key("rotate", srv.data)
+    results: list[Any] = []
+
+    async def wait(client: Any) -> None:
+        args = {"resource": RESOURCE, "holder": "agent", "waitSeconds": 30}
+        results.append(await client.call_tool("lease_wait", args))
+
+    with srv.client(**bearer(keeper)) as api:
+        held = acquire(api, keeper)
+        thread = threading.Thread(target=_drive, args=(srv.url, wait), kwargs=bearer(leaked))
+        thread.start()
+        wait_for_waiter(srv.data / "tenure.db")
+        assert tenure("apikey", "revoke", key_id(leaked), "--data", str(srv.data)).returncode == 0
+        body = {"resource": RESOURCE, "ownerToken": held["ownerToken"]}
+        assert api.post("/api/v1/lease/release", json=body).status_code == 200
+        thread.join(timeout=10)
+        assert not thread.is_alive(), "the revoked key's MCP wait was not answered"
+        assert acquire(api, keeper)["fencingToken"] == 2
+    text = str(results[0].content)
+    assert results[0].is_error and "revoked" in text and "own_" not in text
