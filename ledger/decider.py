@@ -35,7 +35,7 @@ from ledger.calls import (
     owner_digest,
 )
 from ledger.changes import RememberRequest
-from ledger.entries import b64
+from ledger.entries import b64, entry_time
 from ledger.leases import Decision, EventKind, Outcome, Resource
 from ledger.merkle import CompactRange
 from ledger.names import FINGERPRINT, REQUEST_INPUT
@@ -95,6 +95,9 @@ class Decider:
         self.serving: set[Key] = set()
         self.published = Position(0, b64(EMPTY_ROOT))
         """The position after the last commit, for readers on the event loop."""
+        self.floor = 0
+        """The latest entry time (ms) this writer knows the log holds, its own or another
+        writer's: no decision is taken before it, so times never go backwards (DESIGN §6)."""
 
     # -- the committer's hooks ---------------------------------------------------------------
 
@@ -104,6 +107,8 @@ class Decider:
         if not self._tree_known or self.recorder.tree.size != size:
             self.recorder.tree = CompactRange.load(size, tx.node)
             self._tree_known = True
+            last = tx.entry(size - 1) if size else None  # another writer's, perhaps
+            self.floor = max(self.floor, 0 if last is None else entry_time(last))
         upcoming, self._upcoming = self._upcoming, []
         if upcoming:
             found = tx.resources(upcoming)
@@ -150,6 +155,7 @@ class Decider:
 
     def lease(self, call: LeaseCall, now: int, waiter: Waiter | None) -> Answer | None:
         """Decide one call; ``None`` if it joined the wait queue (``waiter`` given, held)."""
+        now = self.at(now)
         digest = self.request_digest(call)
         if digest is not None:
             replay = replayed(self, call, digest, now)
@@ -203,7 +209,13 @@ class Decider:
             return derived_owner_token(self._master, WAITER_LABEL, waiter_id)
         return self._minted.pop(id(call), None) or new_owner_token()
 
+    def at(self, now: int) -> int:
+        """The time a decision is taken at: ``now``, unless the log already holds a later
+        entry (a writer whose clock is ahead, a clock stepped back), then that entry's time."""
+        return now if now >= self.floor else self.floor
+
     def decide(self, call: LeaseCall, res: Resource, now: int, token: str | None) -> Decision:
+        now = self.at(now)
         presented = owner_digest(call.owner_token) if call.owner_token else None
         ttl_ms = call.ttl_seconds * 1000
         if call.op in ACQUIRING:
@@ -263,6 +275,7 @@ class Decider:
         if not decision.events:
             return None, None, None
         recorded = self.recorder.record(res, decision)
+        self.floor = max(self.floor, max(event.time for event in decision.events))
         apply = self.tx.apply
         for change in recorded.ops:
             apply(change)

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import binascii
 import hmac
+import json
 import re
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -44,6 +46,16 @@ def iso(ms: int) -> str:
 
 _ISO: dict[int, str] = {}
 _ISO_KEPT = 1024
+
+
+def entry_time(entry: bytes) -> int:
+    """The ``time`` of an entry's bytes, in ms since the epoch (the inverse of :func:`iso`)."""
+    text = json.loads(entry)["time"]
+    moment = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @lru_cache(maxsize=256)

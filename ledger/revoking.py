@@ -53,6 +53,7 @@ class Revoked:
 
 def decide_revoke(d: Decider, order: RevokeOrder, now: int) -> Revoked:
     """The unit of work: inside ``d``'s transaction, end the leases ``order`` names."""
+    now = d.at(now)
     res = d.resource(order.tenant, order.resource)
     if res.max_token == 0:  # no grant ever: the resource is unknown to the ledger
         return Revoked(known=False)

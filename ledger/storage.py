@@ -101,6 +101,11 @@ class Transaction(Protocol):
         """A stored perfect-subtree hash; ``KeyError`` if absent."""
         ...
 
+    def entry(self, index: int) -> bytes | None:
+        """Entry ``index``'s exact bytes as this transaction sees them (the writer reads the
+        last one's time: no entry is dated before it)."""
+        ...
+
     def resource(self, tenant: str, name: str) -> Resource | None:
         """The resource row with its live leases, as this transaction sees it."""
         ...

@@ -36,6 +36,7 @@ def scope_leases(decider: Decider, tenant: str, scope: str, now: int) -> list[di
 
 def release_scope(decider: Decider, tenant: str, scope: str, now: int, trigger: str) -> list[int]:
     """End every lease of the scope (scope release or dead man), disarm its switch."""
+    now = decider.at(now)
     released: list[int] = []
     for name in decider.tx.scope_resources(tenant, scope):
         res = decider.resource(tenant, name)
@@ -50,6 +51,7 @@ def release_scope(decider: Decider, tenant: str, scope: str, now: int, trigger: 
 
 def sweep(decider: Decider, now: int, idempotency_ms: int) -> None:
     """Record what expired, fire the dead-man switches that are due, forget old requests."""
+    now = decider.at(now)
     tx = decider.tx
     for tenant, name in tx.expired_leases(now, SWEEP_BATCH):
         res = decider.resource(tenant, name)

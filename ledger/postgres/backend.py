@@ -86,6 +86,9 @@ class PostgresTransaction:
     def node(self, level: int, index: int) -> bytes:
         return reads.node(self.conn, level, index)
 
+    def entry(self, index: int) -> bytes | None:
+        return reads.entry(self.conn, index)
+
     def resource(self, tenant: str, name: str) -> Resource | None:
         return reads.resource(self.conn, self._names, tenant, name)
 

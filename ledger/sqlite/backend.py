@@ -73,6 +73,9 @@ class SQLiteTransaction:
     def node(self, level: int, index: int) -> bytes:
         return reads.node(self._reading(), level, index)
 
+    def entry(self, index: int) -> bytes | None:
+        return reads.entry(self._reading(), index)
+
     def resource(self, tenant: str, name: str) -> Resource | None:
         return reads.resource(self._reading(), self._names, tenant, name)
 
