@@ -54,7 +54,7 @@ def export_ledger(
         for key in _keys(snapshot):
             _write(out, key)
         tree, covered = _entries_and_checkpoints(snapshot, out, size, progress)
-        if signer is not None and covered < tree.size:
+        if signer is not None and (covered is None or covered < tree.size):
             if tree.root() != root_at(tree.size, snapshot.node):
                 raise StorageError("the stored tree does not match the stored entries")
             _write(out, _final_checkpoint(origin, tree, *signer))
@@ -78,14 +78,15 @@ def _keys(snapshot: Snapshot) -> Iterator[dict[str, Any]]:
 
 def _entries_and_checkpoints(
     snapshot: Snapshot, out: TextIO, size: int, progress: Callable[[int], None] | None
-) -> tuple[CompactRange, int]:
+) -> tuple[CompactRange, int | None]:
     """Stream entries with each stored checkpoint after its last entry; return the tree of the
-    entries written and the largest stored checkpoint size written."""
+    entries written and the largest stored checkpoint size written (None: none was)."""
     checkpoints = _checkpoints(snapshot, size)
-    covered = 0
+    covered: int | None = None
     upcoming = next(checkpoints, None)
     while upcoming is not None and upcoming["treeSize"] == 0:
         _write(out, upcoming)
+        covered = 0
         upcoming = next(checkpoints, None)
     tree = CompactRange()
     for idx, leaf in snapshot.entries(size):
@@ -93,7 +94,7 @@ def _entries_and_checkpoints(
         tree.append(leaf_hash(leaf))
         while upcoming is not None and upcoming["treeSize"] <= idx + 1:
             _write(out, upcoming)
-            covered = max(covered, upcoming["treeSize"])
+            covered = max(covered or 0, upcoming["treeSize"])
             upcoming = next(checkpoints, None)
         if progress is not None and tree.size % PROGRESS_EVERY == 0:
             progress(tree.size)
