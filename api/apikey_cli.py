@@ -52,6 +52,7 @@ def add_parser(commands: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run one ``apikey`` action on an existing ledger."""
     from api.admin_cli import missing_ledger, refuse
+    from ledger.reading import open_for_reading
     from ledger.storage import open_storage
 
     name = getattr(args, "name", None)
@@ -60,7 +61,8 @@ def main(args: argparse.Namespace) -> int:
     problem = missing_ledger(args)
     if problem is not None:
         return problem
-    storage = open_storage(ledger_location(args))
+    opener = open_for_reading if args.action == "list" else open_storage  # a read-only copy
+    storage = opener(ledger_location(args))
     try:
         if args.action == "list":
             return _list(storage)
