@@ -77,3 +77,15 @@ def test_the_monitor_state_keeps_live_leases_and_a_bounded_number_of_ended_ones(
     ledger.add("acquire", 1, 21, 50, resource="e" * 64)  # lifecycle ended: a fresh one
     found = follow(restart(state), ledger, len(ledger.entries))
     assert [(f.index, f.check) for f in found] == [(11, "fencing")]
+
+
+def test_a_round_lists_a_bounded_number_of_findings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verify.monitor, "MAX_FINDINGS", 2)
+    ledger = Ledger().add("acquire", 1, 0, 30)
+    for n in range(1, 6):  # five grants over capacity
+        ledger.add("acquire", n + 1, n, 30, holder=f"{n:064x}")
+    state = state_of(ledger)
+    found = follow(state, ledger, len(ledger.entries))
+    assert [f.check for f in found] == ["capacity", "capacity", "findings-omitted"]
+    assert found[-1].message == "3 more findings in this round are not listed"
+    assert state.findings == 5
