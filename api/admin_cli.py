@@ -60,6 +60,11 @@ def _add_audit(commands: Any) -> None:
         metavar="DID",
         help="the log's did:key (GET /api/v1/keys); without one the audit cannot pass",
     )
+    audit.add_argument(
+        "--origin",
+        help="the log's checkpoint origin (GET /api/v1/log/checkpoint, first line): an export"
+        " of another log is a violation",
+    )
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
     audit.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -188,6 +193,7 @@ def audit_main(args: argparse.Namespace) -> int:
         bar.close()
         return refuse(f"{args.file}: {e}")
     bar.close()
+    _pin_origin(report, args.origin)
     if args.json:
         print(json.dumps(report.as_data(), indent=2))
         return 0 if report.ok else 1
@@ -205,6 +211,15 @@ def audit_main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0 if report.ok else 1
+
+
+def _pin_origin(report: Any, origin: str | None) -> None:
+    """Every verified checkpoint names the header's origin, so pinning it pins them all."""
+    from verify.audit_report import Violation
+
+    if origin is not None and report.origin != origin:
+        found = f"the export is of {report.origin!r}, not the pinned {origin!r}"
+        report.violations.append(Violation(None, "origin", found))
 
 
 def _sized(records: Any, bar: Progress) -> Any:

@@ -72,6 +72,7 @@ def verify_document(
     trusted: Collection[str] | None,
     request: bytes | None = None,
     entry: bytes | None = None,
+    origin: str | None = None,
 ) -> Report:
     """Verify a bundle, or else a saved response or bare credential (``verify_receipt``).
 
@@ -79,13 +80,14 @@ def verify_document(
     than ``verify.limits`` allows fails ``format`` at once, and a credential tenure would never
     issue fails before any canonicalization. Safe to run in a worker thread; pure.
     ``trusted`` may be ``{did: verify.trust.Period}`` to bound when each key may have signed.
+    ``origin`` pins a bundle's log (a receipt alone names none).
     """
     try:
         check_bounds(document)
     except MalformedInput as error:
         return Report([Check("format", False, str(error))])
     if is_bundle(document):
-        return verify_bundle(document, trusted)
+        return verify_bundle(document, trusted, origin)
     return _receipt_report(document, trusted, request, entry)
 
 
@@ -110,9 +112,12 @@ def check_bundle(bundle: Any, trusted: Collection[str] | None) -> None:
             raise BundleError(check.name, check.detail)
 
 
-def verify_bundle(bundle: Any, trusted: Collection[str] | None) -> Report:
+def verify_bundle(
+    bundle: Any, trusted: Collection[str] | None, origin: str | None = None
+) -> Report:
     """Every check of a bundle. ``trusted``: the did:keys to accept (or ``{did: Period}``);
-    None trusts nothing: the report then fails ``keys`` and ``issuer``."""
+    None trusts nothing: the report then fails ``keys`` and ``issuer``. ``origin``, if given,
+    is the log the checkpoint must be of (the ``origin`` check)."""
     report = Report()
     try:
         parsed = parse_bundle(bundle)
@@ -127,6 +132,8 @@ def verify_bundle(bundle: Any, trusted: Collection[str] | None) -> Report:
     report.unsigned += ["keys[].validFrom/validUntil", *receipt.unsigned]
     _run(report, "entry", lambda: _entry(parsed))
     _run(report, "checkpoint", lambda: _checkpoint(parsed.checkpoint, note_keys, _issuer(parsed)))
+    if origin is not None:
+        _run(report, "origin", lambda: _pinned(parsed.checkpoint, origin))
     _run(report, "inclusion", lambda: _inclusion(parsed))
     if parsed.consistency is not None:
         consistency = parsed.consistency
@@ -241,6 +248,13 @@ def _checkpoint(cp: SignedCheckpointJSON, keys: NoteKeys, prefer: str | None) ->
         signed = f"{body.origin} {body.size} {_b64(body.root_hash)}"
         raise VerificationError(f"JSON states {stated}, the signed note {signed}")
     return f"{cp.origin} size {cp.tree_size} root {_b64(cp.root_hash)} signed by {signer}"
+
+
+def _pinned(cp: SignedCheckpointJSON, origin: str) -> str:
+    """The checkpoint is of the log the verifier pinned (its signed note names the origin)."""
+    if cp.origin != origin:
+        raise VerificationError(f"the checkpoint is of {cp.origin!r}, not the pinned {origin!r}")
+    return f"the checkpoint is of {origin}"
 
 
 def _open_note(cp: SignedCheckpointJSON, keys: NoteKeys, prefer: str | None) -> tuple[str, str]:

@@ -33,6 +33,8 @@ EPILOG = """\
 No trusted key, no pass: without --trust or --keys every file fails (a bundle its keys check,
 a response or credential its issuer check); the other checks still run and are reported.
 With --keys, a receipt issued outside its key's validFrom/validUntil fails its issuer check.
+With --origin, a bundle whose checkpoint is of another log fails its origin check (a saved
+response or credential names no log: verify its bundle to pin one).
 The report names which parts of a file the signature covers and which it does not.
 
 exit codes:
@@ -82,6 +84,10 @@ def _parser() -> argparse.ArgumentParser:
         "--trust", action="append", metavar="DID", help="a trusted did:key (repeatable)"
     )
     trust.add_argument("--keys", metavar="KEYRING", help="trust the keys of a GET /api/v1/keys")
+    parser.add_argument(
+        "--origin",
+        help="the log's checkpoint origin (its first note line): a bundle of another log fails",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per file")
     return parser
 
@@ -98,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except SystemExit as done:  # --help
         return done.code if isinstance(done.code, int) else EXIT_PASS
-    outcomes = [_verify_file(path, trusted) for path in args.files]
+    outcomes = [_verify_file(path, trusted, args.origin) for path in args.files]
     try:
         _print(outcomes, trusted is None, args.json, _stdout())
         sys.stdout.flush()
@@ -159,13 +165,13 @@ def _load(path: str, what: str) -> Any:
     return document
 
 
-def _verify_file(path: str, trusted: Collection[str] | None) -> Outcome:
+def _verify_file(path: str, trusted: Collection[str] | None, origin: str | None) -> Outcome:
     try:
         document = _load(path, "file")
     except UsageError as error:
         return Outcome(path, "unreadable", None, str(error))
     kind = "bundle" if is_bundle(document) else "receipt"
-    return Outcome(path, kind, verify_document(document, trusted))
+    return Outcome(path, kind, verify_document(document, trusted, origin=origin))
 
 
 def _exit_code(outcomes: Sequence[Outcome]) -> int:
