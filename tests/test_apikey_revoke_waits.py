@@ -6,7 +6,9 @@ worker that frees the slot and the process that revokes the key are separate pro
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import json
 import subprocess
 import sys
 import threading
@@ -17,7 +19,12 @@ from typing import Any
 import httpx
 import pytest
 
+from ledger.calls import KeyRevoked, LeaseCall, Limits
+from ledger.service import LeaseService
+from ledger.storage import ApiKeyRecord, open_storage
+from ledger.tokens import secret_digest
 from tests.conftest import ROOT, Server
+from tests.names_key import NAMES
 from tests.test_names_at_rest import wait_for_waiter
 
 RESOURCE = "deploy:prod"
@@ -198,3 +205,52 @@ def test_a_revoked_keys_mcp_lease_wait_is_refused(fresh_server: Server) -> None:
         assert acquire(api, keeper)["fencingToken"] == 2
     text = str(results[0].content)
     assert results[0].is_error and "revoked" in text and "own_" not in text
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    return tmp_path / "data"
+
+
+def test_the_transaction_reads_the_key_and_refuses_its_waiter(location: Path | str) -> None:
+    """In-process on both backends, a fixed clock: a waiter whose key is revoked while it
+    waits is refused with KeyRevoked when the slot frees, and the next waiter gets it."""
+    storage = open_storage(location, names=NAMES)
+    key, other = (secret_digest(f"tnr_{n}") for n in ("leaked", "kept"))
+    for digest in (key, other):
+        storage.add_api_key(ApiKeyRecord(digest, "team-a", "team-a", 0))
+    tenant = "key/team-a"
+
+    async def run() -> None:
+        service = LeaseService(storage, b"s" * 32, Limits(), clock=lambda: 1_800_000_000_000)
+        await service.start()
+        held = await service.lease(LeaseCall("acquire", tenant, RESOURCE, "keeper"))
+        waits = [
+            asyncio.ensure_future(service.lease(LeaseCall(
+                "wait", tenant, RESOURCE, holder, wait_seconds=30, key_digest=digest.hex()
+            )))
+            for holder, digest in (("leaked", key), ("kept", other))
+        ]  # fmt: skip
+        while storage.queued_waiters() < 2:  # both queued (committed) before the revoke
+            await asyncio.sleep(0.01)
+        with storage.transaction() as tx:
+            assert tx.api_key_tenant(key) == "team-a"
+        assert storage.revoke_api_key(key)
+        with storage.transaction() as tx:
+            assert tx.api_key_tenant(key) is None and tx.api_key_tenant(other) == "team-a"
+        token = held.data["ownerToken"]
+        await service.lease(LeaseCall("release", tenant, RESOURCE, owner_token=token))
+        with pytest.raises(KeyRevoked):
+            await waits[0]
+        granted = await waits[1]
+        assert granted.data["holder"] == "kept" and granted.data["fencingToken"] == 2
+        await service.stop()
+
+    try:
+        asyncio.run(run())
+        kinds = [json.loads(entry)["kind"] for _, entry in storage.entries(0, 100)]
+        assert kinds == ["acquire", "release", "acquire"]
+    finally:
+        storage.close()
