@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from api.files import atomic_write
 from api.monitor_log import Log, Unavailable
+from verify import ijson
 from verify.errors import MalformedInput
 from verify.monitor import Finding, Monitor, MonitorState, Seen, Violation, proof_hashes
 
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 from api.witness import Witness  # ledger.keyring: not on the audit's path
 
                 witness = Witness.open(args.cosign_key, args.cosign_name, _cosign_dir(args))
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, MalformedInput) as e:
             print(f"tenure monitor: {e}", file=sys.stderr)
             return EXIT_USAGE
         except Unavailable as e:
@@ -195,7 +196,7 @@ def load_state(args: argparse.Namespace, log: Log) -> tuple[MonitorState, str]:
     if args.trust:
         trusted, how = list(args.trust), "--trust"
     elif args.keys is not None:
-        trusted, how = keyring_dids(json.loads(args.keys.read_text(encoding="utf-8"))), "--keys"
+        trusted, how = keyring_dids(ijson.loads(args.keys.read_bytes(), str(args.keys))), "--keys"
     elif state is not None:
         trusted, how = state.trusted, "state file"
     else:

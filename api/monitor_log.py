@@ -7,10 +7,12 @@ refused past ``MAX_BODY`` bytes, before any of it is parsed.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from typing import TYPE_CHECKING, Any
+
+from verify import ijson
+from verify.errors import MalformedInput
 
 if TYPE_CHECKING:
     import httpx
@@ -53,9 +55,9 @@ class Log:
             late = time.monotonic() >= end
             raise Unavailable(f"GET {path}: {self._late(end) if late else e}") from e
         try:
-            return json.loads(body)
-        except (ValueError, RecursionError) as e:
-            raise Unavailable(f"GET {path}: not JSON") from e
+            return ijson.loads(body, f"GET {path}")  # as strict as verify-provenance
+        except MalformedInput as e:
+            raise Unavailable(str(e)) from e
 
     def _body(self, answer: httpx.Response, path: str, end: float) -> bytes:
         declared = answer.headers.get("content-length", "")

@@ -8,10 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
+from api.client import InvalidRequest, RetryPolicy
+from api.client.core import Core, Reply
+from api.monitor_log import Log, Unavailable
 from api.settings import Settings
 from tests.conftest import rid
 from verify.cli import main
@@ -122,3 +126,22 @@ def test_what_i_json_forbids_is_named(text: str | bytes, named: str) -> None:
 def test_what_i_json_allows_reads_as_json_does() -> None:
     text = b'{"a":[9007199254740991,-1,2.5,"\\ud83d\\ude00",null,true],"b":{}}'
     assert loads(text) == json.loads(text)
+
+
+def test_the_monitor_reads_a_log_as_strictly() -> None:
+    body = b'{"treeSize":1,"treeSize":2}'
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=body))
+    client = httpx.Client(base_url="http://log", transport=transport)
+    with client, pytest.raises(Unavailable, match="duplicate key 'treeSize'"):
+        Log(client, 5.0).get("/api/v1/log/checkpoint")
+
+
+def test_the_client_never_believes_an_answer_with_a_planted_key() -> None:
+    data = {"status": "pass", "op": "acquire", "resource": "r", "outcome": "GRANTED"}
+    text = json.dumps({"data": {**data, "fencingToken": 3, "ownerToken": "own_x"}})
+    body = text.replace('{"status"', '{"fencingToken": 999, "status"', 1).encode()
+    core = Core(None, 5.0, RetryPolicy(attempts=1), verify=False)
+    flow = core.flow(core.lease("acquire", resource="r", holder="w"), lambda: 0.0, lambda: 1.0)
+    next(flow)
+    with pytest.raises(InvalidRequest, match="not a tenure answer"):
+        flow.send(Reply(201, {}, body))

@@ -22,6 +22,7 @@ from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
 from api.client.errors import InvalidRequest, ReceiptInvalid, TenureError, Unavailable
 from api.client.meaning import raise_for, same_request
 from api.client.trust import Trust, check_answer, check_checkpoint, trusted_dids
+from verify import ijson
 from verify.errors import MalformedInput
 from verify.jcs import canonicalize
 from verify.receipt import SECRET_REQUEST_FIELDS
@@ -254,9 +255,10 @@ class Core:
 
 
 def _json(body: bytes) -> Any:
+    """The answer read as strictly as ``verify-provenance`` reads it (I-JSON), or None."""
     try:
-        return json.loads(body)
-    except ValueError:
+        return ijson.loads(body, "the answer")
+    except MalformedInput:
         return None
 
 
