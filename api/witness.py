@@ -73,7 +73,7 @@ class Witness:
         witness = cls(name, key, folder, key_path.with_name(key_path.name + ".witness.json"))
         witness.cosigned()  # an unreadable memory is refused now, before any work
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / VKEY).write_text(witness.vkey() + "\n", encoding="utf-8")
+        atomic_write(folder / VKEY, (witness.vkey() + "\n").encode())
         return witness
 
     def vkey(self) -> str:

@@ -27,6 +27,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+from ledger.files import create_once
 from ledger.storage import StorageError
 
 RUN_DIR = "run"
@@ -130,16 +131,7 @@ def claim_keys(data_dir: Path, fingerprint: str) -> None:
     :class:`ValueError` saying so."""
     path = data_dir / KEYS_FILE
     if not path.exists():
-        tmp = data_dir / f".{KEYS_FILE}.{secrets.token_hex(4)}"
-        with tmp.open("w", encoding="ascii") as handle:
-            handle.write(fingerprint + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())  # never linked half-written
-        try:
-            with contextlib.suppress(FileExistsError):
-                os.link(tmp, path)  # first wins, whole or not at all
-        finally:
-            tmp.unlink()
+        create_once(path, (fingerprint + "\n").encode(), 0o644)  # first wins, whole or not at all
     found = path.read_text(encoding="ascii").strip()
     if found != fingerprint:
         raise ValueError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,19 @@ def test_an_export_on_a_full_disk_leaves_no_file_and_exits_1(
     assert f"cannot write {out}" in capsys.readouterr().err
     assert not out.exists() and leftovers(out.parent) == []
     assert main([*args, "--out", str(out), "--quiet"]) == 0 and out.stat().st_size > 0
+
+
+WRITES = re.compile(r"\.write_(text|bytes)\(|\.open\(\s*\"[wx]|\bopen\([^)]*\"[wx]b?\"")
+
+
+def test_no_module_writes_a_file_but_through_ledger_files() -> None:
+    """A file written any other way could be left half-written under its final name."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for folder in ("api", "ledger", "verify")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path.name != "files.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if WRITES.search(line)
+    ]
+    assert found == []
