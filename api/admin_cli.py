@@ -7,6 +7,7 @@ none: a typo in ``--data`` must not create a fresh empty ledger beside the real 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -127,8 +128,7 @@ def keys_main(args: argparse.Namespace) -> int:
 def export_main(args: argparse.Namespace) -> int:
     """``tenure export``: the whole ledger as JSON Lines, with a bar on a terminal; the file
     appears whole or not at all (exit 1 naming it)."""
-    from ledger.export import export_ledger
-    from ledger.files import WriteFailed, writing_text
+    from ledger.files import WriteFailed
     from ledger.keyring import KeyFileError
     from ledger.reading import open_for_reading
     from ledger.storage import StorageError
@@ -143,20 +143,8 @@ def export_main(args: argparse.Namespace) -> int:
         print(f"tenure: {error}", file=sys.stderr)
         return 1
     try:
-        key = _log_key(storage, args.keys)
-        if key is None:
-            print(
-                f"tenure: warning: no signing key in {args.keys} (--keys): entries after the"
-                " latest stored checkpoint stay unproven, and `tenure audit` fails on them",
-                file=sys.stderr,
-            )
-        signer = None if key is None else (key, time.time_ns() // 1_000_000)
-        bar = Progress("exporting", storage.tree_size(), args.quiet)
-        with writing_text(args.out) as out:
-            count = export_ledger(storage, out, bar.update, signer=signer)
-        bar.close()
+        count = _export(storage, args)
     except WriteFailed as error:
-        bar.close()
         print(f"tenure: {error}", file=sys.stderr)
         return 1
     except KeyFileError as error:
@@ -166,6 +154,29 @@ def export_main(args: argparse.Namespace) -> int:
     seconds = time.monotonic() - started
     print(f"exported {count} entries to {args.out} in {seconds:.1f} s", file=sys.stderr)
     return 0
+
+
+def _export(storage: Any, args: argparse.Namespace) -> int:
+    """Write the export file, signed to its end with the folder's key where it has the log's."""
+    from ledger.export import export_ledger
+    from ledger.files import writing_text
+    from ledger.storage import HOST_NAME_VARIABLE
+
+    key = _log_key(storage, args.keys)
+    if key is None:
+        print(
+            f"tenure: warning: no signing key in {args.keys} (--keys): entries after the"
+            " latest stored checkpoint stay unproven, and `tenure audit` fails on them",
+            file=sys.stderr,
+        )
+    signer = None if key is None else (key, time.time_ns() // 1_000_000)
+    host = os.environ.get(HOST_NAME_VARIABLE)  # as `tenure serve` reads it
+    bar = Progress("exporting", storage.tree_size(), args.quiet)
+    try:
+        with writing_text(args.out) as out:
+            return export_ledger(storage, out, bar.update, signer=signer, host_name=host)
+    finally:
+        bar.close()
 
 
 def _log_key(storage: Any, keys_dir: Path) -> Any:

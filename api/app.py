@@ -110,6 +110,7 @@ def runtime_config(settings: Settings, clock: Callable[[], int] = now_ms) -> Run
         database=settings.database,
         keys_dir=settings.keys_dir,
         origin=settings.origin,
+        host_name=settings.host_name,
         limits=Limits(settings.ttl_max_seconds, settings.lifecycle_seconds),
         sweep_interval=settings.sweep_interval,
         checkpoint_interval=settings.checkpoint_interval,

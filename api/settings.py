@@ -16,6 +16,9 @@ class Settings(BaseSettings):
     """A ``postgresql://`` URL (``TENURE_DATABASE``): the ledger lives there, not in data_dir."""
     keys_dir: Path = Path("keys")
     origin: str | None = None
+    host_name: str | None = Field(default=None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+    """The log's public host name (``TENURE_HOST_NAME``): a new log's default origin is
+    ``<host_name>/log/<id>``; a log keeps the origin of its stored checkpoints."""
     require_api_key: bool = False
     allow_anonymous: bool = True
     rate_limit: float = Field(default=10_000.0, gt=0)

@@ -40,16 +40,20 @@ def export_ledger(
     progress: Callable[[int], None] | None = None,
     origin: str | None = None,
     signer: tuple[SigningKey, int] | None = None,
+    host_name: str | None = None,
 ) -> int:
     """Write the export to ``out``; return the number of entries written.
 
     ``origin`` defaults to the one the latest checkpoint names (the server may run with
-    ``--origin``), else the log's default origin. ``signer`` is (the log's active key, now in
-    ms): with it, a final checkpoint is signed if no stored one covers the whole snapshot.
+    ``--origin``), else the log's default origin (under ``host_name``, as the server's). ``signer``
+    is (the log's active key, now in ms): with it, a final checkpoint is signed if no stored one
+    covers the whole snapshot.
     """
     with storage.export_snapshot() as snapshot:
         size = snapshot.tree_size()
-        origin = origin or _checkpoint_origin(snapshot) or default_origin(snapshot.log_id())
+        origin = (
+            origin or _checkpoint_origin(snapshot) or default_origin(snapshot.log_id(), host_name)
+        )
         _write(out, _header(origin, size))
         for key in _keys(snapshot):
             _write(out, key)

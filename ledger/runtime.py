@@ -59,6 +59,7 @@ class RuntimeConfig:
     keys_dir: Path
     database: str | None = None
     origin: str | None = None
+    host_name: str | None = None
     limits: Limits = field(default_factory=Limits)
     sweep_interval: float = 0.1
     checkpoint_interval: float = 10.0
@@ -83,7 +84,7 @@ class Runtime:
         record_keys(storage, keys[-1], self.clock())
         self.key_retired = False
         """Another node rotated to a key this node's folder lacks: not healthy until it has it."""
-        origin = config.origin or default_origin(storage.log_id())
+        origin = config.origin or _kept_origin(storage, config.host_name)
         self.log = LogReader(storage, origin, keys[-1])
         self.issuer = Issuer(Signer(keys[-1].private_key))
         self.service = LeaseService(
@@ -262,3 +263,12 @@ class Runtime:
         wait for a reader to ask before a signed checkpoint covers them."""
         if self.service.healthy and self.cluster.leader:
             await self.publish_checkpoint()
+
+
+def _kept_origin(storage: Storage, host_name: str | None) -> str:
+    """A log keeps the origin its checkpoints were signed under (witnesses and monitors know it
+    by that name); a log without one yet takes the default, under ``host_name`` if given."""
+    latest = storage.latest_checkpoint()
+    if latest is not None:
+        return latest.note.split("\n", 1)[0]
+    return default_origin(storage.log_id(), host_name)

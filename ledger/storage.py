@@ -317,6 +317,11 @@ def _require_psycopg() -> None:
             )
 
 
-def default_origin(log_id: str) -> str:
-    """The checkpoint origin (and note key name) when the operator names none: unique per log."""
-    return f"tenure.local/log/{log_id}"
+HOST_NAME_VARIABLE = "TENURE_HOST_NAME"
+"""The log's public host name, if the operator configured one: the default origin's prefix."""
+
+
+def default_origin(log_id: str, host_name: str | None = None) -> str:
+    """The checkpoint origin (and note key name) when the operator names none: unique per log,
+    under the log's configured host name (C2SP tlog-checkpoint: a schema-less URL)."""
+    return f"{host_name or 'tenure.local'}/log/{log_id}"
