@@ -189,13 +189,17 @@ def _status(returncode: int) -> int:
 
 
 def _save(folder: Path | None, receipts: list[dict[str, Any]]) -> None:
-    """Write each receipt as ``NNN-op-OUTCOME.json`` (secrets were never in a receipt)."""
+    """Write each receipt as ``NNN-op-OUTCOME.json`` (secrets were never in a receipt); one
+    that cannot be written is said on stderr, and the run's status stays the command's."""
     if folder is None:
         return
-    folder.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    for index, receipt in enumerate(receipts):
-        data = receipt.get("data") or {}
-        what = f"{data.get('op', 'answer')}-{data.get('outcome', data.get('status'))}"
-        name = f"{stamp}-{index:04d}-{what}"
-        atomic_write(folder / f"{name}.json", json.dumps(receipt, indent=2).encode())
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for index, receipt in enumerate(receipts):
+            data = receipt.get("data") or {}
+            what = f"{data.get('op', 'answer')}-{data.get('outcome', data.get('status'))}"
+            name = f"{stamp}-{index:04d}-{what}"
+            atomic_write(folder / f"{name}.json", json.dumps(receipt, indent=2).encode())
+    except OSError as error:
+        print(f"tenure lease run: receipts not saved: {error}", file=sys.stderr)

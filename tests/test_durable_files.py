@@ -123,3 +123,15 @@ def test_no_module_writes_a_file_but_through_ledger_files() -> None:
         if WRITES.search(line)
     ]
     assert found == []
+
+
+def test_lease_run_receipts_that_cannot_be_saved_are_said_not_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from api.lease_run import _save
+
+    folder = tmp_path / "receipts"
+    full_disk(monkeypatch)
+    _save(folder, [{"data": {"op": "acquire", "outcome": "GRANTED"}}])
+    assert "receipts not saved: cannot write" in capsys.readouterr().err
+    assert list(folder.iterdir()) == []
