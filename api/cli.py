@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     argv, command = split_command(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     name = " ".join([args.command, *([args.action] if args.command == "lease" else [])])
-    problem = extras.problem(name)
+    problem = extras.problem(name, getattr(args, "database", None) is not None)
     if problem is not None:
         print(f"tenure: {problem}", file=sys.stderr)
         return 2

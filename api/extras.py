@@ -54,13 +54,21 @@ def install_hint(command: str, names: list[str]) -> str:
     )
 
 
-def problem(command: str) -> str | None:
-    """Why ``command`` ("serve", "lease run", …) cannot run on this install, or None."""
+def problem(command: str, database: bool = False) -> str | None:
+    """Why ``command`` ("serve", "lease run", …) cannot run on this install, or None; with
+    ``--database`` a server command needs ``[postgres]`` too."""
     extra = NEEDS.get(command)
     if extra is None:
         return None
     absent = missing(extra)
-    return install_hint(command, absent) if absent else None
+    if absent:
+        return install_hint(command, absent)
+    if database and extra == "server" and (absent := missing("postgres")):
+        return (
+            f"--database needs the postgres extra (missing: {', '.join(absent)}):"
+            " pip install 'tenure[postgres]'"
+        )
+    return None
 
 
 def third_party(error: ModuleNotFoundError) -> bool:

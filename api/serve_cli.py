@@ -11,86 +11,64 @@ import argparse
 import os
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from api.database_option import add_database_option, ledger_location
+from api.database_option import ledger_location
+from api.serve_options import add_serve_options, option_problem, settings
 
 
 def add_parser(commands: Any) -> None:
     """Add ``serve`` to the ``tenure`` subcommands."""
-    serve = commands.add_parser("serve", help="run the HTTP server")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
-    serve.add_argument("--data", type=Path, default=Path("data"), help="ledger folder")
-    add_database_option(serve)
-    serve.add_argument("--keys", type=Path, default=Path("keys"), help="key folder")
-    serve.add_argument("--require-api-key", action="store_true", help="refuse callers without one")
-    serve.add_argument("--no-anonymous", action="store_true", help="turn the anonymous tenant off")
-    serve.add_argument("--rate-limit", type=float, default=10_000.0, help="requests/s per tenant")
-    serve.add_argument("--ttl-max", type=int, default=3600, help="largest ttlSeconds (≤ 86400)")
-    serve.add_argument("--lifecycle", type=int, default=86400, help="lifecycle in seconds")
-    serve.add_argument(
-        "--checkpoint-interval", type=float, default=10.0, help="seconds between checkpoints"
+    serve = commands.add_parser(
+        "serve",
+        help="run the HTTP server",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog="Exit codes: 0 stopped by SIGTERM/SIGINT; 1 a worker failed to start; 2 bad"
+        " usage, or the ledger or keys cannot be used; 3 the address cannot be listened on.",
     )
-    serve.add_argument("--origin", help="checkpoint origin line (default: unique per log)")
-    serve.add_argument("--log-level", default="info")
-    serve.add_argument(
-        "--read-timeout",
-        type=float,
-        default=10.0,
-        help="seconds a request may take to arrive whole; then 408 (default 10)",
-    )
-    serve.add_argument(
-        "--max-header-bytes",
-        type=int,
-        default=16 * 1024,
-        help="largest request line plus headers; larger gets 431 (default 16384)",
-    )
-    serve.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        help="worker processes sharing the ledger (default: one per core on SQLite, one on"
-        " PostgreSQL; 1 serves in-process)",
-    )
-    serve.add_argument("--fd", type=int, help=argparse.SUPPRESS)  # a worker's inherited socket
-    serve.add_argument("--parent", type=int, help=argparse.SUPPRESS)
-    serve.add_argument("--shares", type=int, help=argparse.SUPPRESS)  # the workers' counts
-    serve.add_argument("--slot", type=int, help=argparse.SUPPRESS)  # this worker's among them
+    add_serve_options(serve)
 
 
 def serve_main(args: argparse.Namespace, argv: list[str]) -> int:
-    """Check the options and the ledger, then serve with one or several processes."""
+    """Check the options, the address and the ledger, then serve with one or several
+    processes."""
     from api import workers
 
-    problem = _option_problem(args)
+    problem = option_problem(args)
     if problem is not None:
         print(f"tenure: {problem}", file=sys.stderr)
         return 2
     if args.fd is not None:  # a worker of `--workers N`: the parent set everything up
         workers.die_with_parent(args.parent)
-        return _serve_one(args, socket.socket(fileno=args.fd))
-    problem = _storage_problem(args, args.keys)
-    if problem is not None:
-        print(f"tenure: {problem}", file=sys.stderr)
-        return 2
-    if args.workers == 1:
-        return _serve_one(args, None)
-    sock = workers.listen(args.host, args.port)
-    return workers.Workers(_without_workers(argv), sock, args.workers).run()
+        return _serve_worker(args, workers.Report(args.ready))
+    try:
+        sock = workers.listen(args.host, args.port)
+    except OSError as error:
+        print(f"tenure: cannot listen on {args.host}:{args.port}: {error}", file=sys.stderr)
+        return 3
+    with sock:
+        problem = _storage_problem(args, args.keys)
+        if problem is not None:
+            print(f"tenure: {problem}", file=sys.stderr)
+            return 2
+        url = workers.url_of(args.host, sock)
+        if args.workers == 1:
+            return _serve_one(args, sock, lambda: workers.announce(url, 1))
+        return workers.Workers(_without_workers(argv), sock, args.workers, url).run()
 
 
-def _option_problem(args: argparse.Namespace) -> str | None:
-    if not 1 <= args.ttl_max <= 86400:
-        return "--ttl-max must be 1..86400"
-    if not (args.read_timeout > 0 and args.max_header_bytes >= 1024):
-        return "--read-timeout must be > 0, --max-header-bytes >= 1024"
-    if args.workers is None:
-        args.workers = 1 if args.database else (os.cpu_count() or 1)
-    if args.workers < 1:
-        return "--workers must be at least 1"
-    return None
+def _serve_worker(args: argparse.Namespace, report: Any) -> int:
+    """A worker of several: serve the inherited socket, telling the parent once it is ready,
+    or why it could not start."""
+    try:
+        _serve_one(args, socket.socket(fileno=args.fd), report.ready)
+    except BaseException as error:
+        report.failed(error)
+        raise
+    report.failed(None)  # a start-up that returned without serving (its log says why)
+    return 0
 
 
 def _without_workers(argv: list[str]) -> list[str]:
@@ -106,31 +84,18 @@ def _without_workers(argv: list[str]) -> list[str]:
     return [*kept, "--workers", "1"]
 
 
-def _serve_one(args: argparse.Namespace, sock: socket.socket | None) -> int:
-    """One process serving HTTP: on its own socket, or a worker's inherited one."""
+def _serve_one(args: argparse.Namespace, sock: socket.socket, ready: Callable[[], None]) -> int:
+    """One process serving HTTP on a socket (its own, or a worker's inherited one); ``ready``
+    is called once it serves."""
     import uvicorn
 
     from api.app import create_app
     from api.http_guard import MAX_HEADER_BYTES_ENV, READ_TIMEOUT_ENV, GuardedHttpToolsProtocol
-    from api.settings import Settings
 
-    settings = Settings(
-        data_dir=args.data,
-        database=args.database,
-        keys_dir=args.keys,
-        require_api_key=args.require_api_key,
-        allow_anonymous=not args.no_anonymous,
-        rate_limit=args.rate_limit,
-        ttl_max_seconds=args.ttl_max,
-        lifecycle_seconds=args.lifecycle,
-        origin=args.origin,
-        checkpoint_interval=args.checkpoint_interval,
-        access_log=args.log_level in ("trace", "debug", "info"),
-    )
     os.environ[READ_TIMEOUT_ENV] = str(args.read_timeout)
     os.environ[MAX_HEADER_BYTES_ENV] = str(args.max_header_bytes)
     config = uvicorn.Config(
-        create_app(settings),
+        create_app(settings(args)),
         host=args.host,
         port=args.port,
         loop="uvloop",
@@ -140,8 +105,21 @@ def _serve_one(args: argparse.Namespace, sock: socket.socket | None) -> int:
         timeout_graceful_shutdown=5,
     )
     server = _server(config, args)
-    server.run(sockets=None if sock is None else [sock])
+    _call_when_started(server, ready)
+    server.run(sockets=[sock])
     return 0
+
+
+def _call_when_started(server: Any, ready: Callable[[], None]) -> None:
+    """Call ``ready`` when uvicorn's start-up (the app's lifespan and the listener) is done."""
+    startup = server.startup
+
+    async def started(sockets: list[socket.socket] | None = None) -> None:
+        await startup(sockets=sockets)
+        if server.started:
+            ready()
+
+    server.startup = started
 
 
 def _server(config: Any, args: argparse.Namespace) -> Any:
