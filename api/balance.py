@@ -1,4 +1,4 @@
-"""Connections spread evenly over the workers of `tenure serve --workers N` (issue 10).
+"""Connections spread evenly over the workers of `tenure serve --workers N`.
 
 The workers share one listening socket. Left to the kernel and the event loop, whichever worker
 wakes first accepts every connection waiting — a client that opens its pool at once (64 keep-alive

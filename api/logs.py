@@ -22,7 +22,7 @@ _SCOPE = re.compile(r"(/api/v1/scopes/)[^/?\s\"]+")
 
 
 def redact_path(text: str) -> str:
-    if _NEEDLE not in text:  # most lines: a substring test instead of a regex (issue 10)
+    if _NEEDLE not in text:  # most lines: a substring test instead of a regex
         return text
     return _SCOPE.sub(r"\1[scope]", text)
 
@@ -48,7 +48,7 @@ _PHRASES = {int(status): f"{int(status)} {status.phrase}" for status in http.HTT
 
 class AccessLog:
     """uvicorn's access line (``INFO:     client - "METHOD path HTTP/v" 201 Created``, scope
-    names redacted) for every request, written in batches (issue 10).
+    names redacted) for every request, written in batches.
 
     uvicorn logs each request through ``logging``: a LogRecord, a caller lookup, a formatter
     and a flush of stdout per line, ~45 µs of the loop thread per request even when hot. Here a

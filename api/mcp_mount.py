@@ -49,8 +49,8 @@ def mount_mcp(app: FastAPI, settings: Settings) -> Sessions:
     """Serve MCP at /mcp if the ``mcp`` extra is installed. The returned context manager bounds
     the MCP transport's life; enter it in the app's lifespan once the runtime has started.
 
-    The SDK is imported and its transport started on the first request to /mcp, not before
-    (issue 15): it is ~25 MB of every worker's memory, and most servers never see an MCP call.
+    The SDK is imported and its transport started on the first request to /mcp, not before:
+    it is ~25 MB of every worker's memory, and most servers never see an MCP call.
     """
     if importlib.util.find_spec("mcp") is None:
         logger.warning("no MCP at %s (the mcp package is missing); pip install 'tenure[mcp]'", PATH)

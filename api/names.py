@@ -1,4 +1,4 @@
-"""What an anonymous-tenant name must look like (DESIGN §3.1, issue 8 items 6 and 14).
+"""What an anonymous-tenant name must look like (DESIGN §3.1).
 
 In the anonymous tenant a resource or scope name is a capability: whoever knows it can take or
 release it. So it must carry at least 128 bits, judged conservatively from its shape alone:
@@ -52,7 +52,7 @@ def random_part(name: str) -> tuple[str, bool] | None:
 @lru_cache(maxsize=4096)
 def high_entropy(name: str) -> bool:
     """Whether `name` passes the anonymous-name rule above (`RULE`). Pure, and asked for the same
-    resource on every call of a lease's life, so its last answers are kept (issue 10)."""
+    resource on every call of a lease's life, so its last answers are kept."""
     if len(name) > MAX_LENGTH:
         return False
     found = random_part(name)

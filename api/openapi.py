@@ -1,4 +1,4 @@
-"""The OpenAPI 3.1 document as the server really answers (DESIGN §3, issue 14).
+"""The OpenAPI 3.1 document as the server really answers (DESIGN §3).
 
 FastAPI describes the routes' paths and parameters; this module adds what it cannot see because
 every route writes its own ``Response``: the ``{data, _provenance}`` envelope of each status, the

@@ -1,6 +1,6 @@
 """Refusals in tenure's words: one message per rule, naming the field, whoever finds the fault
 (pydantic while parsing, or a per-op rule later), so ``ttlSeconds: 0`` and ``ttlSeconds: 3601``
-read the same (issue 14)."""
+read the same."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``tenure lease revoke RESOURCE --reason TEXT``: an operator ends a lease by force (issue 13).
+"""``tenure lease revoke RESOURCE --reason TEXT``: an operator's forced release (decisions/0011).
 
 The command opens the ledger (``--data`` or ``--database``) beside any running server and ends
 the resource's live leases — one holder's with ``--holder``/``--fencing-token`` — in one write

@@ -1,4 +1,4 @@
-"""Per-request counts and timings, written to Prometheus once per event-loop turn (issue 10).
+"""Per-request counts and timings, written to Prometheus once per event-loop turn.
 
 Under several workers prometheus-client keeps every value in a memory-mapped file: each ``inc``
 takes a lock, asks the kernel for the process id (to notice a fork) and packs a float into the

@@ -113,7 +113,7 @@ class RateLimiter:
     """A token bucket per tenant or client address: `rate` requests/s, bursts to twice that
     (DESIGN §3.3). Buckets are kept in least-recently-used order; a bucket that has refilled
     is the same as none and is dropped, and past `max_buckets` the least recently used goes, so
-    memory stays bounded however many namespaces are minted (issue 8 item 11)."""
+    memory stays bounded however many namespaces are minted."""
 
     def __init__(self, rate: float, max_buckets: int = 100_000) -> None:
         self.rate = rate

@@ -1,4 +1,4 @@
-"""`POST /api/v1/verify-provenance` off the event loop (issue 8 item 1).
+"""`POST /api/v1/verify-provenance` off the event loop.
 
 Verification is CPU work whose cost depends on the document (RDF canonicalization has poison
 inputs), so it never runs on the event loop: it runs in a worker thread, at most `limit` at a

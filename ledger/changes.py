@@ -7,7 +7,7 @@ applied in order, in one transaction.
 
 The kinds every lease event makes (an entry, its tree nodes, a lease and a resource row) are
 slotted dataclasses that are not frozen, to be built fast — a frozen one sets each field through
-``object.__setattr__``, ~2 µs for eight fields against ~0.3 (issue 10); none is ever changed
+``object.__setattr__``, ~2 µs for eight fields against ~0.3; none is ever changed
 after it is made, and none is hashed. The others are frozen.
 """
 

@@ -27,7 +27,7 @@ from verify.jcs import MAX_SAFE_INTEGER, canonicalize
 ENTRY_VERSION = 1
 REVOKE_VERSION = 2
 """A revoke entry carries fields v1 lacks (``revokedBy``, ``reason``): 0001 and 0011."""
-_REMEMBERED = 512  # pseudonyms kept per tenant before the memo starts over (issue 15)
+_REMEMBERED = 512  # pseudonyms kept per tenant before the memo starts over: bounded memory
 
 
 def iso(ms: int) -> str:
@@ -35,8 +35,8 @@ def iso(ms: int) -> str:
     known = _ISO.get(ms)
     if known is None:
         # A lease event formats its three instants (now, expiry, lifecycle end) five times,
-        # in its entry and its answer (issue 10); threads share the memo (dict operations are
-        # atomic), and it starts over when full (issue 15).
+        # in its entry and its answer; threads share the memo (dict operations are
+        # atomic), and it starts over when full.
         if len(_ISO) >= _ISO_KEPT:
             _ISO.clear()
         seconds, millis = divmod(ms, 1000)
@@ -145,8 +145,8 @@ def encode_entry(
     Written straight into RFC 8785 form (keys sorted, no escapes needed) when every value is
     ASCII without anything to escape and every integer is safe — every entry but a revoke's,
     whose reason is free text: the writer makes one per event while it holds the ledger's lock
-    (issue 10). ``tests/test_entry_bytes.py`` proves the bytes equal :func:`canonicalize` of
-    :func:`entry_fields`, which every other entry takes.
+    (docs/decisions/0012). ``tests/test_entry_bytes.py`` proves the bytes equal
+    :func:`canonicalize` of :func:`entry_fields`, which every other entry takes.
     """
     lease = event.lease
     ints = (index, lease.fencing_token, event.capacity, lease.lease_id)

@@ -2,8 +2,9 @@
 
 ``hmac.digest`` derives the padded keys and fetches the algorithm from OpenSSL on every call,
 ~2.6 µs for a short message; the writer takes several per lease event (pseudonyms, lookup
-digests) while it holds the ledger's lock (issue 10). Copying two hash states hashed once is
-~0.9 µs for the same bytes: ``tests/test_keyed.py`` compares them with :func:`hmac.digest`.
+digests) while it holds the ledger's lock (docs/decisions/0012). Copying two hash states
+hashed once is ~0.9 µs for the same bytes: ``tests/test_keyed.py`` compares them with
+:func:`hmac.digest`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A size-capped least-recently-used cache that counts its hits (issue 15: nothing in memory
-grows with the tenants, resources or entries ever seen)."""
+"""A size-capped least-recently-used cache that counts its hits, so that nothing in
+memory grows with the tenants, resources or entries ever seen."""
 
 from __future__ import annotations
 

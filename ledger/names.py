@@ -67,7 +67,7 @@ class NameCodec:
 
     def resource_key(self, tenant: str, name: str) -> tuple[bytes, bytes]:
         """``(tenant, resource)`` digests together, remembered as a pair: a lease event needs
-        them for its read, its resource row and its lease row (issue 10)."""
+        them for its read, its resource row and its lease row."""
         key = self._pairs.get((tenant, name))
         if key is None:
             if len(self._pairs) >= _REMEMBERED:
@@ -119,8 +119,9 @@ class NameCodec:
         """:meth:`seal` of a list of names as JSON, remembered (a bounded memo): the same names
         in the same row get the same sealed bytes back, so a writer that sealed them before
         taking the ledger's lock (:meth:`~ledger.storage.Storage.warm_lease`) only looks them up
-        inside it (issue 10). Sealing one plaintext under one key and associated data twice with
-        one nonce reveals nothing but that it is the same, which the row's digest already says.
+        inside it (docs/decisions/0012). Sealing one plaintext under one key and associated
+        data twice with one nonce reveals nothing but that it is the same, which the row's
+        digest already says.
         """
         key = (table, row, *value)
         sealed = self._sealed.get(key)

@@ -1,4 +1,4 @@
-"""Supervised background tasks (issue 8 item 3): a failure is logged, retried with backoff and
+"""Supervised background tasks: a failure is logged, retried with backoff and
 reported by health, never silently the end of the task (STYLE 9b)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Mutation fuzz of a real receipt bundle and a real ledger export (issue 8).
+"""Mutation fuzz of a real receipt bundle and a real ledger export.
 
 Applies seeded random mutations — flipped bytes in signed content and base64, changed numbers
 (huge ones too), dropped, duplicated and reordered fields and records, swapped keys, deep

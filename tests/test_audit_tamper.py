@@ -1,4 +1,4 @@
-"""Issue 8, item 2: `tenure audit --trust` proves every entry from a trusted signed checkpoint.
+"""`tenure audit --trust` proves every entry from a trusted signed checkpoint.
 
 Each tampered export below passed (exit 0, "OK") before: uncovered entries were only a warning
 and the header's unsigned treeSize was believed. Real Ed25519 signatures throughout.

@@ -1,4 +1,4 @@
-"""What issue 13 gives auditors beyond the monitor and the explorer: the paged list of signed
+"""What the log gives auditors beyond the monitor and the explorer: the paged list of signed
 checkpoints, and a bundle that proves the caller's own saved receipt."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 15: memory bounded by live state. Nothing in the process grows with the resources ever
+"""Memory bounded by live state. Nothing in the process grows with the resources ever
 seen, and a resource re-touched after a restart (read back from storage inside the deciding
 transaction) continues above its last fencing token."""
 

@@ -115,7 +115,7 @@ def test_genuine_bundle_passes_library_and_cli(
 def test_without_a_trusted_key_a_genuine_bundle_does_not_pass(
     sample: Bundle, tmp_path: Path
 ) -> None:
-    """Issue 8, item 5: a bundle forged with its own key passed without --trust (exit 0)."""
+    """A bundle forged with its own key passed without --trust (exit 0)."""
     untrusted = [c.name for c in verify_bundle(sample, None).checks if not c.ok]
     assert untrusted == ["keys", "issuer"]
     done = verify_cli(save(tmp_path / "bundle.json", sample))

@@ -1,5 +1,5 @@
 """The Python client against a real `tenure serve`: leases kept alive, losses reported, safe
-retries, receipts verified (issue 12 §1)."""
+retries, receipts verified (docs/client.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the seeds' users expect of an answer (issue 14): the lease at the top of a `get`, the
+"""What the seeds' users expect of an answer: the lease at the top of a `get`, the
 current fencing token in refusals and completions, the granted TTL, a wrong owner token named
 as such, and `/log/entries` defaults."""
 

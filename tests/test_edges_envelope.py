@@ -1,4 +1,4 @@
-"""One envelope (issue 14): every answer of the lease, namespace and scope endpoints is
+"""One envelope: every answer of the lease, namespace and scope endpoints is
 `{data, _provenance}`, 404 and 405 included; query and path parameter errors are one 400."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Strict input in tenure's words (issue 14): one wording per rule, 415 for a body that is not
+"""Strict input in tenure's words: one wording per rule, 415 for a body that is not
 JSON by its Content-Type, duplicate keys refused, `complete` needs `result`."""
 
 from __future__ import annotations

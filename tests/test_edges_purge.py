@@ -1,4 +1,4 @@
-"""A completed result is purged once its lifecycle ends (issue 14): not kept in the state
+"""A completed result is purged once its lifecycle ends: not kept in the state
 database after the resource's lifecycle, even if nobody touches the resource again."""
 
 from __future__ import annotations

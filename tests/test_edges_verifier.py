@@ -1,5 +1,5 @@
 """Verifier messages print hashes in base64, as the API does, and `verify-provenance --json |
-head` ends without a traceback (issue 14)."""
+head` ends without a traceback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Entry bytes written directly (issue 10) are the RFC 8785 bytes of the entry object."""
+"""Entry bytes written directly (ledger/entries.py) are the RFC 8785 bytes of the entry object."""
 
 from __future__ import annotations
 

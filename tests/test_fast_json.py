@@ -1,4 +1,4 @@
-"""orjson writes the answers' JSON (issue 10) and must write exactly the bytes ``json`` wrote.
+"""orjson writes the answers' JSON and must write exactly the bytes ``json`` wrote.
 
 ``verify.jcs.encode_sorted`` (the RFC 8785 fast path, sorted keys) and ``api.responses.dumps_plain``
 (the envelope's ``data``, insertion order) use orjson where the server's extra installed it; for
@@ -127,7 +127,7 @@ _bodies = (
 @settings(max_examples=600, deadline=None)
 @given(_bodies)
 def test_the_decoder_made_once_reads_as_json_loads_with_the_hook(body: bytes) -> None:
-    """One decoder for every body (issue 10) reads what json.loads read and refuses alike."""
+    """One decoder for every body reads what json.loads read and refuses alike."""
     expected = _read(lambda b: json.loads(b, object_pairs_hook=requests._unique), body)
     assert _read(requests.loads_unique, body) == expected
 
@@ -161,7 +161,7 @@ def test_an_answer_response_sends_what_starlettes_sends(
 
 
 def _old_check_depth(body: bytes) -> None:
-    """check_depth before issue 10: always the walk over the brackets outside strings."""
+    """The old check_depth: always the walk over the brackets outside strings."""
     depth = 0
     for bracket in requests._BRACKETS.findall(requests._STRINGS.sub(b'""', body)):
         depth += 1 if bracket in (b"[", b"{") else -1

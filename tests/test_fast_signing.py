@@ -1,4 +1,4 @@
-"""libsodium signs the answers (issue 10) and must write exactly OpenSSL's signature.
+"""libsodium signs the answers and must write exactly OpenSSL's signature.
 
 Ed25519 (RFC 8032 §5.1.6) is deterministic: for one key and one message every correct
 implementation gives the same 64 bytes, so ``Signer.sign_bytes`` through PyNaCl must equal

@@ -1,6 +1,6 @@
-"""Issue 8 item 12: the ledger and the keys are private to their owner, and a folder tenure cannot
+"""The ledger and the keys are private to their owner, and a folder tenure cannot
 write stops `tenure serve` with a clear message and exit 2, not a traceback. A batch writes no page
-of the ledger outside its folder (issue 10 found each spilling a statement journal to /var/tmp)."""
+of the ledger outside its folder (each once spilled a statement journal to /var/tmp)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 8 at the HTTP edge, against a real server: the verify endpoint never freezes the loop,
+"""Hardening at the HTTP edge, against a real server: the verify endpoint never freezes the loop,
 anonymous names carry 128 bits, hostile JSON and huge integers are 4xx naming the rule."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ RULE_PARTS = ("128", "32 hex", "22 base64url", "distinct", "repeated", "ascendin
 
 def heavy_receipt(api: httpx.Client, extra: int) -> dict[str, Any]:
     """A real eddsa-rdfc-2022 receipt with `extra` made-up assertions: canonicalization work
-    that grows far faster than the document (issue 8 item 1)."""
+    that grows far faster than the document."""
     saved = api.post(
         "/api/v1/lease/acquire",
         json={"resource": rid(), "holder": "w"},
@@ -135,7 +135,7 @@ def test_a_huge_log_index_is_a_failed_check(api: httpx.Client) -> None:
 
 
 def test_free_tenants_are_limited_per_address_too(fresh_server: Server) -> None:
-    """Minting a namespace per request must not sidestep the rate limit (issue 8 item 11)."""
+    """Minting a namespace per request must not sidestep the rate limit."""
     fresh_server.args = ["--rate-limit", "2"]
     fresh_server.start()
     with fresh_server.client() as api:

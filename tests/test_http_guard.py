@@ -1,4 +1,4 @@
-"""Issue 8 item 11 at the socket: slow or partial requests are cut off, huge headers refused,
+"""Limits at the socket: slow or partial requests are cut off, huge headers refused,
 and readers cannot make the log sign checkpoints faster than once a second. Real server, real
 sockets: these are limits of the HTTP parser and the sealer, not of a route."""
 

@@ -1,4 +1,4 @@
-"""The plain-ASGI lease routes (api/lease_fast.py, issue 10) answer as the FastAPI routes did.
+"""The plain-ASGI lease routes (api/lease_fast.py) answer as the FastAPI routes did.
 
 Each request below goes to two apps on one fixed clock: the default one, whose ``LeaseFront``
 answers the lease routes in front of FastAPI, and the same app without it, so FastAPI's own routes

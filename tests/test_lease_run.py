@@ -1,4 +1,4 @@
-"""`tenure lease run` against a real server: renewal, exit codes, loss, signals (issue 12 §3)."""
+"""`tenure lease run` against a real server: renewal, exit codes, loss, signals (docs/client.md)."""
 
 from __future__ import annotations
 

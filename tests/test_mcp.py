@@ -1,5 +1,5 @@
 """`tenure mcp` driven by the official `mcp` SDK's own client over stdio, against a real server
-(issue 12 §4): the tool list, every tool once, a refusal, bad arguments; and the same server
+(decisions/0008): the tool list, every tool once, a refusal, bad arguments; and the same server
 built by `build_server` served as streamable HTTP, as `tenure serve` will mount it at /mcp."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""MCP at /mcp inside a real `tenure serve` (issue 12 §4), driven by the official `mcp` SDK's
+"""MCP at /mcp inside a real `tenure serve` (decisions/0008), driven by the official `mcp` SDK's
 own client over streamable HTTP: the tool list, every tool once, a refusal (HELD) as a tool
 result, a bad argument as a tool error, authentication like the API's, tenants kept apart."""
 

@@ -1,4 +1,4 @@
-"""Issue 8: a mutation fuzz of a real bundle and a real export (scripts/mutation_fuzz.py) finds no
+"""A mutation fuzz of a real bundle and a real export (scripts/mutation_fuzz.py) finds no
 accepted change to signed content and no traceback, in seconds."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14, names at rest (docs/decisions/0010): a stolen database reveals no more than the
+"""Names at rest (docs/decisions/0010): a stolen database reveals no more than the
 public ledger. Workloads with distinctive raw names run against real stores (a `tenure serve`
 on a SQLite file; both backends through the storage seam), then every byte of the database —
 SQLite's file, WAL and shared memory, a ``pg_dump`` of PostgreSQL — is searched for each name."""

@@ -1,4 +1,4 @@
-"""Issue 14, names at rest: a ledger written before names were sealed (schema step 2, clear
+"""Names at rest (decisions/0010): a ledger written before names were sealed (schema step 2, clear
 names in its state tables) is converted when a server opens it with the names key — in one
 transaction, then (SQLite) the WAL emptied and the file rebuilt — and nothing of its raw names
 is left in the files, while its leases, answers and fencing tokens carry on."""

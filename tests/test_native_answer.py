@@ -1,4 +1,4 @@
-"""The native answer path (issue 10, ``native/`` built as ``ledger._native``) writes the bytes the
+"""The native answer path (``native/`` built as ``ledger._native``) writes the bytes the
 Python path writes, or declines.
 
 ``Issuer.envelope`` returns an answer's whole JSON from C, or None where the Python path must

@@ -1,4 +1,4 @@
-"""The OpenAPI document tells the truth (issue 14): schemathesis runs all its checks against a
+"""The OpenAPI document tells the truth: schemathesis runs all its checks against a
 live server, and a client generated from the document takes, reads and refuses leases."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""kill -9 of one of two `tenure serve --database` nodes under load (issue 11, decisions/0009):
+"""kill -9 of one of two `tenure serve --database` nodes under load (decisions/0009):
 the other keeps serving, takes over the leader's work — the dead-man switch armed on the dead node
 fires, the dead node's waiters are purged — and no acknowledged event is missing from the export,
 no fencing token repeats, and the export audits clean."""

@@ -1,4 +1,4 @@
-"""Two `tenure serve --database` nodes on one PostgreSQL ledger (issue 11, decisions/0009), over
+"""Two `tenure serve --database` nodes on one PostgreSQL ledger (decisions/0009), over
 real sockets: one grant per slot however the calls spread over the nodes, tokens that only grow
 across them, FIFO waits woken across nodes, and one log whose proofs from one node verify
 against the other's signed checkpoints."""

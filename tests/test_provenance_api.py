@@ -96,7 +96,7 @@ def test_grant_receipt_states_the_answer_and_binds_names_to_pseudonyms(api: http
             "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK",
             "issuer",
         ),
-        # a field tenure never issues fails the shape check before any signature work (issue 8)
+        # a field tenure never issues fails the shape check before any signature work
         (("_provenance", "credentialSubject", "extra"), "slipped in", "format"),
         (("_provenance", "proof", "proofValue"), "z" + "1" * 87, "proof"),
     ],

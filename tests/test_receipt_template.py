@@ -1,4 +1,4 @@
-"""The issuing fast path (issue 10) signs exactly what the reference path signs.
+"""The issuing fast path signs exactly what the reference path signs.
 
 ``Issuer.issue`` splices the credential's canonical bytes from a frame and the proof
 configuration's from a template, and encodes a plain subject without walking it again. Ed25519 is
@@ -45,7 +45,7 @@ REQUEST = canonical_request("POST", "/api/v1/lease/acquire", b'{"resource":"r","
 def reference(
     data: dict[str, Any], entry: bytes | None, names: dict[str, str] | None, now: str
 ) -> dict[str, Any]:
-    """The credential as tenure issued it before issue 10: built as dicts, canonicalized whole."""
+    """The credential as tenure first issued it: built as dicts, canonicalized whole."""
     subject: dict[str, Any] = {"type": "LeaseAnswer"}
     subject.update((name, data[name]) for name in SUBJECT_FIELDS if name in data)
     for name in ("ledger", "error"):
@@ -172,8 +172,8 @@ def test_rdfc_still_takes_the_reference_path() -> None:
     assert issued["proof"]["cryptosuite"] == RDFC_SUITE and verify_proof(issued).verified
 
 
-# The lease route hands canonical_request the document its duplicate-key check already read
-# (issue 10): the canonical request must be the one it makes by parsing the body itself.
+# The lease route hands canonical_request the document its duplicate-key check already read:
+# the canonical request must be the one it makes by parsing the body itself.
 bodies = st.recursive(
     scalars | st.just(float("nan")) | st.just(2**70),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
@@ -201,5 +201,5 @@ def test_a_document_read_once_makes_the_same_canonical_request(body: bytes) -> N
 
 @given(st.binary(max_size=2000))
 def test_the_manifest_digest_is_base64_of_sha256(data: bytes) -> None:
-    """``digest`` skips base64.b64encode's wrapper (issue 10); the text must be the same."""
+    """``digest`` skips base64.b64encode's wrapper; the text must be the same."""
     assert digest(data) == base64.b64encode(hashlib.sha256(data).digest()).decode()

@@ -1,4 +1,4 @@
-"""docs/decisions/0007 (issue 12 §2): a replayed grant returns its derived ownerToken only while
+"""docs/decisions/0007: a replayed grant returns its derived ownerToken only while
 the lease is live and only for a requestId with 128 random bits; in-process, fixed clock."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How the routes read a request (api/requests.py, issue 10): the headers they need in one pass,
+"""How the routes read a request (api/requests.py): the headers they need in one pass,
 the body straight from the ASGI messages — the same values Starlette's own reading gives."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Operator force-release (issue 13, docs/decisions/0011): `tenure lease revoke` against a live
+"""Operator force-release (docs/decisions/0011): `tenure lease revoke` against a live
 server on a real SQLite ledger, the pure machine's `revoke`, and the audit over revoke entries."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 8, service side: a grant from the wait queue keeps its requestId (rule 12), the sweeper
+"""The service: a grant from the wait queue keeps its requestId (rule 12), the sweeper
 finds what is due through deadline indexes (and still fires exactly when due), and waiters get
 `StorageUnavailable` (503 unknown at the edge) while storage recovers."""
 
@@ -70,7 +70,7 @@ def test_the_sweeper_expires_requests_and_fires_dead_men_exactly_when_due(tmp_pa
         await service.heartbeat("t", "s", 5)
         clock.now = start + 3000
         await service.heartbeat("t", "s", 5)  # the deadline moves to start + 8000
-        # The sweeper finds what is due through storage indexes (issue 8 item 9, issue 15).
+        # The sweeper finds what is due through storage indexes, not a scan.
         await service.sweep(start + 7999)
         assert await service.scope_leases("t", "s"), "released before its deadline"
         await service.sweep(start + 8000)

@@ -123,8 +123,8 @@ def test_a_failed_sweep_recovers_and_records_the_expiry_again(tmp_path: Path) ->
 def test_one_batch_of_equal_calls_gets_distinct_owner_tokens_and_capacity_holds(
     tmp_path: Path,
 ) -> None:
-    """Calls queued together are prepared together (tokens minted, resources read at once,
-    issue 10): each call gets its own owner token — one call object queued twice too — and a
+    """Calls queued together are prepared together (tokens minted, resources read at once):
+    each call gets its own owner token — one call object queued twice too — and a
     resource named by several calls of the batch is decided against what the earlier ones did."""
 
     async def scenario() -> None:

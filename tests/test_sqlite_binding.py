@@ -1,6 +1,6 @@
 """Binding parameters: bytes and None take a registered adapter that leaves them as they are
 (``ledger/sqlite/schema.py``), so they bind as BLOB and NULL exactly as before, without the
-failed adapter look-up per parameter (issue 10)."""
+failed adapter look-up per parameter."""
 
 from __future__ import annotations
 

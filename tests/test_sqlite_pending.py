@@ -1,4 +1,4 @@
-"""SQLite's writer does little while it holds the ledger's lock (issue 10, decisions/0012): a
+"""SQLite's writer does little while it holds the ledger's lock (decisions/0012): a
 batch's hot changes in a few statements per table, the calls queued meanwhile in the same batch."""
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def test_verifies_saved_files_with_sockets_forbidden(
     monkeypatch.setattr(socket, "getaddrinfo", _no_network)
     files = [saved["bundle"], saved["rdfc"], saved["response"]]
     assert main([*files, "--keys", saved["keyring"]]) == 0, capsys.readouterr().out
-    assert main([saved["bundle"], saved["rdfc"]]) == 1  # no trusted key, no pass (issue 8)
+    assert main([saved["bundle"], saved["rdfc"]]) == 1  # no trusted key, no pass
 
 
 def test_verifier_imports_nothing_of_the_server() -> None:

@@ -1,4 +1,4 @@
-"""Issue 8, verifier side: what tenure never issues is refused before any canonicalization, and
+"""The verifier's bounds: what tenure never issues is refused before any canonicalization, and
 RDF canonicalization itself has a work budget (RDFC-1.0 §4.4), so no input costs seconds."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 8, items 4, 5, 8 and 14 on the verifier side: retired keys, explicit trust, CLIs that never
+"""Trust on the verifier side: retired keys, explicit trust, CLIs that never
 trace back, and what the signature covers."""
 
 from __future__ import annotations

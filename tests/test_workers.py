@@ -1,4 +1,4 @@
-"""Several worker processes on one ledger (issue 10, docs/decisions/0006), against a live
+"""Several worker processes on one ledger (docs/decisions/0006), against a live
 `tenure serve --workers 2` over real sockets: one grant per slot however the calls spread,
 tokens that only grow across processes and a worker's kill -9, FIFO waits across processes,
 one Merkle log that audits clean, and a second `tenure serve` on the same folder."""

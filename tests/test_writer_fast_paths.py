@@ -1,4 +1,4 @@
-"""The writer's shortcuts give the bytes of what they replace (issue 10): the names a row seals,
+"""The writer's shortcuts give the bytes of what they replace: the names a row seals,
 the instants and the hashes an entry and an answer spell."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def test_iso_memo_starts_over_when_full() -> None:
     start = 1_780_000_000_000
     for ms in range(start, start + 10_000):
         assert iso(ms).endswith(f".{ms % 1000:03d}Z")
-        assert len(entries._ISO) <= entries._ISO_KEPT  # bounded (issue 15)
+        assert len(entries._ISO) <= entries._ISO_KEPT  # bounded
     assert iso(start) == "2026-05-28T20:26:40.000Z"
 
 

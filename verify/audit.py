@@ -16,7 +16,7 @@ Checks, each reported as a :class:`Violation` with the entry index it concerns:
 * **invariants** per (tenant, resource), DESIGN §2: fencing, capacity, owner, expiry and
   lifecycle rules, listed in ``verify.invariants``.
 
-* **coverage** (issue 8): every entry the audit reports on is proven by a checkpoint whose
+* **coverage**: every entry the audit reports on is proven by a checkpoint whose
   signature verifies under a trusted key: the export must end with one covering all of it
   (``tenure export`` signs one if needed). Entries beyond the last verified checkpoint, an export
   with no verified checkpoint at all (even an empty one), and an audit with no trusted key given
@@ -237,7 +237,7 @@ class _Replay:
         return report
 
     def coverage(self) -> None:
-        """Nothing passes unless a trusted, verified checkpoint covers every entry (issue 8)."""
+        """Nothing passes unless a trusted, verified checkpoint covers every entry."""
         if self.trusted is None:
             message = (
                 "no trusted key was given: the checkpoints verify only under keys the export"

@@ -76,7 +76,7 @@ def verify_document(
 ) -> Report:
     """Verify a bundle, or else a saved response or bare credential (``verify_receipt``).
 
-    Bounded work whatever the input (issue 8): a document nested deeper or holding more values
+    Bounded work whatever the input: a document nested deeper or holding more values
     than ``verify.limits`` allows fails ``format`` at once, and a credential tenure would never
     issue fails before any canonicalization. Safe to run in a worker thread; pure.
     ``trusted`` may be ``{did: verify.trust.Period}`` to bound when each key may have signed.

@@ -78,6 +78,6 @@ def fold(hashes: list[bytes]) -> bytes:
     acc = hashes[-1]
     for h in reversed(hashes[:-1]):
         # node_hash(h, acc), written out: the server folds a root for every answer, ~log2(n)/2
-        # nodes each (issue 10); tests/test_merkle_tree.py checks it against the RFC's MTH.
+        # nodes each; tests/test_merkle_tree.py checks it against the RFC's MTH.
         acc = sha256(b"".join((NODE_PREFIX, h, acc))).digest()
     return acc

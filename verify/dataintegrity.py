@@ -139,7 +139,7 @@ def check_proof(
     ``resolve_key`` maps the proof's verificationMethod to its key and raises a
     VerificationError (UntrustedKey, MalformedInput) when it cannot.
     """
-    check_bounds(secured, "the secured document")  # before any canonicalization (issue 8)
+    check_bounds(secured, "the secured document")  # before any canonicalization
     proof = _proof_of(secured)
     signature = _validate_proof(proof)
     unsecured = {key: value for key, value in secured.items() if key != "proof"}

@@ -1,4 +1,4 @@
-"""Bounds on what a verifier accepts before it spends real work (issue 8, RDFC-1.0 §4.4).
+"""Bounds on what a verifier accepts before it spends real work (RDFC-1.0 §4.4).
 
 A tenure document is small and shallow: a receipt nests about six levels and holds a few dozen
 values; an export record nests two. ``check_bounds`` walks a parsed JSON value iteratively (no

@@ -22,7 +22,7 @@ from verify.errors import MalformedInput
 
 BASE58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _BASE58_INDEX = {char: value for value, char in enumerate(BASE58_ALPHABET)}
-# Encoding by lanes (issue 10: this runs once per answer): the number is cut by two divisions
+# Encoding by lanes (this runs once per answer): the number is cut by two divisions
 # into three lanes of 32 base58 digits, packed 512 bits apart in one integer; each round then
 # splits every lane in two at once — q = floor(x / 58^h) by a multiply and a shift (the
 # reciprocal m is exact for every x < 58^k: 58^k · (m · 58^h − 2^s) ≤ 2^s), and x − q · 58^h

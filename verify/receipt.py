@@ -214,7 +214,7 @@ def _check_proof(
 
 
 def _coverage(report: Report, document: dict[str, Any], data: dict[str, Any] | None) -> None:
-    """Name what the signature covers and what it does not (issue 8, item 14)."""
+    """Name what the signature covers and what it does not."""
     if data is None:
         report.signed.append("the whole credential but proof.proofValue")
         return

@@ -1,5 +1,5 @@
 """The exact shape of the credential tenure issues (docs/decisions/0002), checked before any
-canonicalization or signature work (issue 8).
+canonicalization or signature work.
 
 RDF canonicalization can take time that grows far faster than the input: a credential with a few
 hundred extra manifest assertions took minutes. Tenure never issues such a credential, so a
