@@ -50,6 +50,13 @@ SQLITE_CHECKPOINT_SECONDS = Histogram(
     ["mode"],
     buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0),
 )
+SWEEP_SECONDS = Histogram(
+    "tenure_sweep_seconds",
+    "Time one sweep's own work took inside its group commit's transaction, under the ledger's"
+    " write lock: the expiries and dead-man releases it records, the old requests it forgets"
+    " (the group's COMMIT is not in it).",
+    buckets=LOCK_BUCKETS,
+)
 COMMIT_FAILURES = Counter(
     "tenure_commit_failures_total", "Group commits that failed (the outcome was unknown)."
 )
@@ -88,3 +95,8 @@ def sqlite_checkpointed(mode: str, seconds: float) -> None:
     """A WAL checkpoint (``passive`` or ``restart``) took ``seconds``
     (``ledger/sqlite/checkpointer.py``)."""
     SQLITE_CHECKPOINT_SECONDS.labels(mode).observe(seconds)
+
+
+def swept(seconds: float) -> None:
+    """One sweep's work took ``seconds`` in its transaction (``ledger/sweeper.py``)."""
+    SWEEP_SECONDS.observe(seconds)

@@ -210,3 +210,41 @@ def test_a_writer_waiting_for_the_ledgers_lock_is_measured(fresh_server: Server)
             releaser.join()
         waited = value(scrape(client), "tenure_ledger_lock_wait_seconds_sum") - before
     assert 0.25 <= waited < 5
+
+
+def test_each_sweep_is_timed_with_its_expiries(tmp_path: Path) -> None:
+    """The sweeper's share of the ledger's lock is readable: one observation per sweep, its
+    time the expiries it wrote (fixed lease clock, the sweep driven by hand)."""
+    import asyncio
+
+    from prometheus_client import REGISTRY
+
+    from ledger.calls import LeaseCall
+    from ledger.service import LeaseService
+    from ledger.storage import open_storage
+    from tests.names_key import NAMES
+
+    def swept() -> tuple[float, float]:
+        count = REGISTRY.get_sample_value("tenure_sweep_seconds_count")
+        total = REGISTRY.get_sample_value("tenure_sweep_seconds_sum")
+        assert count is not None and total is not None, "tenure_sweep_seconds is not exposed"
+        return count, total
+
+    now = [1_800_000_000_000]
+
+    async def scenario() -> None:
+        storage = open_storage(tmp_path, names=NAMES)
+        service = LeaseService(storage, b"s" * 32, clock=lambda: now[0])
+        await service.start()
+        for n in range(50):
+            await service.lease(LeaseCall("acquire", "t", f"r{n}", holder="w", ttl_seconds=1))
+        count, total = swept()
+        now[0] += 2000
+        await service.sweep(now[0])
+        assert storage.tree_size() == 100  # fifty grants, fifty expiries
+        after_count, after_total = swept()
+        assert after_count == count + 1 and after_total > total
+        await service.stop()
+        storage.close()
+
+    asyncio.run(scenario())
