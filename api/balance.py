@@ -1,20 +1,14 @@
 """Connections spread evenly over the workers of `tenure serve --workers N`.
 
-The workers share one listening socket. Left to the kernel and the event loop, whichever worker
-wakes first accepts every connection waiting — a client that opens its pool at once (64 keep-alive
-connections, as `wrk` and `bench/lease_bench.py` do) could land 45/19, or all on one worker,
-leaving the other core idle for the connections' whole life (measured: 19/45, 22/42 and 28/36
-splits, and one worker at ~100% CPU while the other idled).
+The workers share one listening socket; left to the kernel, whichever worker wakes first accepts
+every waiting connection, and a client that opens its pool at once can leave one core idle for
+the connections' whole life (figures in docs/performance.md, "Connections spread evenly").
 
-Here each worker publishes how many connections it holds in a slot of a small shared memory
-block the parent made (a ``memfd``; -1 while a worker is not serving), and takes a waiting
-connection only when it holds no more than one more than the least-loaded serving sibling. One
-that is ahead steps back for a millisecond and looks again, so a sibling can take it; after
-``MAX_DEFER`` of that it takes one connection and steps back again. A stuck sibling so delays new
-connections by at most ``MAX_DEFER`` each, and one descheduled for a few milliseconds on a busy
-machine loses a connection to its sibling, not the rest of a burst. At the first start every
-worker waits (at most ``START_WAIT``) until all have come up, so that the first burst is not all
-taken by the quickest one.
+Each worker publishes how many connections it holds in a slot of a shared ``memfd`` block (-1
+while not serving) and takes a waiting connection only when it holds at most one more than the
+least-loaded serving sibling. One that is ahead steps back a millisecond and looks again, at most
+``MAX_DEFER`` times before it takes one, so a stuck sibling delays a connection by at most that.
+At the first start every worker waits (at most ``START_WAIT``) until all have come up.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """Per-request counts and timings, written to Prometheus once per event-loop turn.
 
-Under several workers prometheus-client keeps every value in a memory-mapped file: each ``inc``
-takes a lock, asks the kernel for the process id (to notice a fork) and packs a float into the
-map. A lease request made three of them (its answer's counter, its duration's sum and bucket),
-~30 µs of the event loop's CPU per request (``bench/lease_profile.py --fresh`` with
-``PROMETHEUS_MULTIPROC_DIR`` set). A :class:`Tally` holds them instead and writes them in one
-callback the loop runs next (``call_soon``) — after the other requests answered in the same turn,
-typically a whole commit's batch — one ``inc`` per counter and one per touched bucket.
+Under several workers each prometheus-client ``inc`` takes a lock, a ``getpid`` and a write to a
+memory-mapped file: ~30 µs of the loop per lease request (docs/performance.md). A :class:`Tally`
+holds the increments and writes them in one ``call_soon`` callback after the turn's other
+requests: one ``inc`` per counter and one per touched bucket.
 
-Nothing is lost or reordered: the same increments reach the same values, a turn later; a scrape
-writes what is held first; without a running loop (a caller outside one) they are written at
-once. The histogram's sum and buckets are those prometheus-client's
-``Histogram.observe`` would write (``tests/test_tally.py`` compares the exposition); a client
-whose histograms lack the parts this writes to gets its ``observe`` called per value instead.
+Nothing is lost or reordered: the same increments reach the same values a turn later; a scrape
+writes what is held first; without a running loop they are written at once. The histogram's sum
+and buckets are what ``Histogram.observe`` would write (``tests/test_tally.py`` compares the
+exposition); a client whose histograms lack those parts gets ``observe`` per value instead.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """`POST /api/v1/verify-provenance` off the event loop.
 
 Verification is CPU work whose cost depends on the document (RDF canonicalization has poison
-inputs), so it never runs on the event loop: it runs in a worker thread, at most `limit` at a
-time (more are refused with 429 at once rather than queued), and an answer is given after
-`budget` seconds whatever the worker is still doing. A worker that overruns keeps its slot until
-it ends, so a run of poison documents exhausts the verify slots, never the loop. Workers are
-daemon threads, so one still running never holds up a shutdown.
-
-Measured with a 500-assertion eddsa-rdfc-2022 receipt (minutes of CPU) verifying: `/healthz`
-answered in 13 ms (median) and 85 ms (worst of 20), against a 2.8 s stall on the loop before;
-the GIL's 5 ms switch interval keeps the loop served, so a thread suffices and a process (with
-its start-up cost on every verify) is not needed.
+inputs), so it runs in a worker thread, at most `limit` at a time (more are refused with 429 at
+once rather than queued), and an answer is given after `budget` seconds whatever the worker is
+still doing. A worker that overruns keeps its slot until it ends, so poison documents exhaust the
+verify slots, never the loop. Workers are daemon threads: one still running never holds up a
+shutdown. A thread suffices; a process would add its start-up to every verify (figures in
+docs/performance.md, "Offline verification").
 """
 
 from __future__ import annotations

@@ -6,11 +6,10 @@ checkpoint inconsistent with one it cosigned before (C2SP tlog-witness): not ano
 the same size, not a smaller tree, and a larger one only with a consistency proof from the last.
 The memory is replaced atomically before a cosignature is published, under a lock on the key.
 
-The folder holds what a witness serves (https://c2sp.org/tlog-cosignature): ``checkpoint``,
-the latest verified checkpoint with this cosigner's line appended (replaced atomically);
-``cosignatures.jsonl``, one line per cosigned checkpoint; and ``cosigner.vkey``, the verifier
-key (type 0x04) a log client configures to require this witness.
-"""
+The folder holds what a witness serves (https://c2sp.org/tlog-cosignature): ``checkpoint``
+(the latest verified checkpoint with this cosigner's line appended), ``cosignatures.jsonl`` (one
+line per cosigned checkpoint) and ``cosigner.vkey`` (the type 0x04 verifier key a log client
+configures to require this witness)."""
 
 from __future__ import annotations
 

@@ -7,9 +7,8 @@ its tree, so a reader checks it in the same single pass that hashes the entries.
 
 The export ends with a checkpoint covering all of it (``tenure audit`` fails otherwise): when the
 latest stored checkpoint is older than the snapshot, one is signed for the snapshot's size with
-the log's key over the root of the entries streamed. It is written
-to the export only, not stored: the export stays a read, and any later checkpoint the server
-signs is of the same append-only tree.
+the log's key over the root of the entries streamed. It is written to the export only, not
+stored: the export stays a read, and any later checkpoint the server signs is of the same tree.
 """
 
 from __future__ import annotations

@@ -8,9 +8,8 @@ tile its range (one per set bit of ``n - begin``). So every root and proof below
 O(log n) node reads for any size, never a walk down to the leaves.
 
 Verification lives apart, in ``verify/rfc9162.py`` (STYLE.md §3); the compact range, shared
-with the auditor, in ``verify/compact.py``. Storage is a callable, so this
-module is pure: ``get(level, idx)`` returns a stored hash or raises KeyError.
-"""
+with the auditor, in ``verify/compact.py``. Storage is a callable, so this module is pure:
+``get(level, idx)`` returns a stored hash or raises KeyError."""
 
 from __future__ import annotations
 

@@ -9,8 +9,7 @@ nesting — and checks two properties for each:
   cover (``bundle_signed_view``, ``export_signed_view``) is exactly the original's.
 
 ``tests/test_mutation_fuzz.py`` runs it on documents from a live server; it also runs alone:
-``python scripts/mutation_fuzz.py BUNDLE.json EXPORT.jsonl DID [COUNT]``.
-"""
+``python scripts/mutation_fuzz.py BUNDLE.json EXPORT.jsonl DID [COUNT]``."""
 
 from __future__ import annotations
 

@@ -1,18 +1,15 @@
 """C2SP tlog cosignatures, Ed25519 ``cosignature/v1`` (https://c2sp.org/tlog-cosignature).
 
-A cosignature is a signed-note signature line added to a checkpoint by a cosigner (a witness or
-monitor) that verified the checkpoint is consistent with every earlier one it saw:
+A cosignature is a signed-note signature line a cosigner (a witness or monitor) adds to a
+checkpoint it verified consistent with every earlier one it saw:
 
 * key ID: SHA-256(name ‖ 0x0A ‖ 0x04 ‖ 32-byte Ed25519 public key)[:4] (type 0x04, not the
   log's 0x01, so a cosigner key is never mistaken for a log key);
-* signature: ``timestamped_signature`` = big-endian u64 POSIX seconds ‖ 64-byte Ed25519
-  signature;
+* signature (``timestamped_signature``): big-endian u64 POSIX seconds ‖ 64-byte Ed25519 signature;
 * signed message: ``cosignature/v1\\n`` ‖ ``time <decimal>\\n`` ‖ the checkpoint's whole note
   text (its final newline included, its signature lines not).
 
-Signing sits beside verifying because the base install is all a monitor needs (pure: the
-caller passes the key and the time).
-"""
+Signing lives here too (a monitor has only the base install); pure: key and time are passed in."""
 
 from __future__ import annotations
 

@@ -1,19 +1,14 @@
 """W3C vc-di-eddsa v1.0 (Recommendation): eddsa-jcs-2022 and eddsa-rdfc-2022 proofs.
 
-https://www.w3.org/TR/vc-di-eddsa/ — §3.2 eddsa-rdfc-2022, §3.3 eddsa-jcs-2022.
-For both suites, with the proof configuration and the unsecured document:
+https://www.w3.org/TR/vc-di-eddsa/ — §3.2 eddsa-rdfc-2022, §3.3 eddsa-jcs-2022. For both suites:
 
 - transformation (§3.2.3 / §3.3.3): RDFC-1.0 N-Quads, or RFC 8785 JCS;
-- proof configuration (§3.2.5 / §3.3.5): the proof without ``proofValue``; its
-  ``@context`` is the document's (rdfc sets it in §3.2.5 step 2; jcs copies it into the
-  proof itself in §3.3.1 step 2, so a jcs proof carries ``@context`` and an rdfc one
-  does not); canonicalized like the document;
+- proof configuration (§3.2.5 / §3.3.5): the proof without ``proofValue``, with the document's
+  ``@context`` (rdfc sets it for hashing, §3.2.5 step 2; jcs copies it into the proof itself,
+  §3.3.1 step 2, so only a jcs proof carries it); canonicalized like the document;
 - hashing (§3.2.4 / §3.3.4): SHA-256(canonical proof config) ‖ SHA-256(canonical document);
 - signature (§3.2.6 / §3.3.6): Ed25519 over those 64 bytes; ``proofValue`` is multibase
-  base58btc (``z…``) of the 64-byte signature.
-
-Proof creation lives in ``ledger/signer.py``; this module only hashes and verifies.
-"""
+  base58btc (``z…``) of the signature. Proofs are made in ``ledger/signer.py``, not here."""
 
 from __future__ import annotations
 

@@ -1,16 +1,14 @@
 """Offline JSON-LD: a document loader for bundled contexts, and strict RDF canonicalization.
 
-No context is ever fetched from the network (DESIGN §5): the loader serves the contexts
-bundled in ``verify/contexts/`` plus any ``{IRI: document}`` the caller supplies, and
-refuses every other IRI.
+No context is ever fetched from the network (DESIGN §5): the loader serves the contexts bundled
+in ``verify/contexts/`` plus any ``{IRI: document}`` the caller supplies, and refuses any other.
 
-``canonicalize_rdfc`` is RDF Dataset Canonicalization (RDFC-1.0, the algorithm pyld
-calls URDNA2015) to N-Quads, as eddsa-rdfc-2022 uses it (vc-di-eddsa §3.2.3). It is
-strict: JSON-LD expansion silently drops a term its contexts do not define, so under
-RDFC such a term would be left unsigned. pyld has no "safe mode" (jsonld.js does), so
-this module refuses, naming the term, any property pyld reports dropped (its
-``on_property_dropped`` hook) and any ``@id`` or ``@type`` that is not an absolute IRI
-or blank node after expansion (which RDF serialization would skip).
+``canonicalize_rdfc`` is RDFC-1.0 (pyld's URDNA2015) to N-Quads, as eddsa-rdfc-2022 uses it
+(vc-di-eddsa §3.2.3), made strict: JSON-LD expansion silently drops a term its contexts do not
+define, which RDFC would leave unsigned, and pyld has no "safe mode" (jsonld.js does). So this
+module refuses, naming the term, any property pyld reports dropped (``on_property_dropped``) and
+any ``@id`` or ``@type`` that is not an absolute IRI or blank node after expansion (which RDF
+serialization would skip).
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """RFC 9162 Merkle tree hashing and proof verification.
 
-The hashing is RFC 9162 §2.1.1 (https://www.rfc-editor.org/rfc/rfc9162#section-2.1.1); inclusion
-proofs are verified per §2.1.3.2 and consistency proofs per §2.1.4.2. The algorithms follow
-transparency-dev/merkle ``proof/verify.go``: the expected proof length is derived from the
-index and sizes before any hashing, so a proof with a missing, extra or reordered hash is refused
-as malformed rather than merely failing to match.
-
-Two deliberate deviations from the current ``verify.go``, both required by the probe vectors
-pinned in ``tests/vectors/merkle`` (transparency-dev/merkle testdata, "additional" set) and both
-grounded in the RFC:
-
-* a consistency "proof" from size 0 to a larger size is refused: §2.1.4 defines
-  ``PROOF(m, D[n])`` only for ``0 < m < n``, and a log's empty state proves nothing;
-* a tree of size 0 has exactly one root, ``MTH({}) = SHA-256()`` (§2.1.1), so two equal size-0
-  roots are accepted only if they are that hash.
+Hashing is §2.1.1, inclusion proofs §2.1.3.2, consistency proofs §2.1.4.2 (rfc-editor.org/rfc/
+rfc9162). As in transparency-dev/merkle ``proof/verify.go``, a proof's expected length is derived
+from the index and sizes before any hashing, so a missing, extra or reordered hash is refused as
+malformed. Two deviations from ``verify.go``, both required by the probe vectors in
+``tests/vectors/merkle`` and grounded in the RFC: a consistency "proof" from size 0 is refused
+(§2.1.4 defines ``PROOF(m, D[n])`` only for ``0 < m < n``: an empty state proves nothing); and
+two equal size-0 roots are accepted only if they are ``MTH({}) = SHA-256()`` (§2.1.1).
 
 Pure functions over bytes and ints: no I/O, no clock. The offline verifier depends on this module.
 """
