@@ -7,14 +7,13 @@ from typing import Annotated
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import Response
 
-from api.log_routes import LIMITED, core_of, out_of_range
+from api.log_routes import LIMITED, core_of
 from api.requests import parse_json, read_body
 from api.responses import raw, suite_of
 from api.schemas import InputError
 from api.settings import Settings
 from ledger.bundle import NotAReceipt, build_bundle, saved_receipt
 from ledger.entries import iso
-from ledger.log import OutOfRange
 from ledger.provenance import Issuer, canonical_request
 from verify.dataintegrity import JCS_SUITE
 
@@ -31,20 +30,9 @@ def bundle_routes(app: FastAPI, settings: Settings) -> None:
         latest = await core_of(request).checkpoint_covering()
         issuer: Issuer = request.app.state.issuer
         canonical = canonical_request(request.method, request.url.path, None)
-        try:
-            built = build_bundle(
-                request.app.state.log,
-                issuer,
-                index,
-                latest,
-                tree_size,
-                canonical,
-                iso(core_of(request).signing_clock()),
-                suite,
-            )
-        except OutOfRange as error:
-            raise out_of_range(error) from error
-        return raw(built)
+        at = iso(core_of(request).signing_clock())
+        log = request.app.state.log
+        return raw(build_bundle(log, issuer, index, latest, tree_size, canonical, at, suite))
 
     @app.post("/api/v1/log/bundle", dependencies=LIMITED)
     async def own_bundle(request: Request, tree_size: TreeSize = None) -> Response:
@@ -55,18 +43,5 @@ def bundle_routes(app: FastAPI, settings: Settings) -> None:
         except NotAReceipt as error:
             raise InputError("invalid_value", str(error), error.field) from error
         latest = await core_of(request).checkpoint_covering()
-        try:
-            built = build_bundle(
-                request.app.state.log,
-                request.app.state.issuer,
-                index,
-                latest,
-                tree_size,
-                b"",
-                "",
-                JCS_SUITE,
-                receipt,
-            )
-        except OutOfRange as error:
-            raise out_of_range(error) from error
-        return raw(built)
+        log, issuer = request.app.state.log, request.app.state.issuer
+        return raw(build_bundle(log, issuer, index, latest, tree_size, b"", "", JCS_SUITE, receipt))

@@ -38,7 +38,20 @@ def out_of_range(error: OutOfRange) -> InputError:
     return InputError("out_of_range", str(error), error.field, status=400)
 
 
+async def refuse_out_of_range(request: Request, error: Exception) -> Response:
+    """A read outside the tree, from any log route, answers as the refusal naming the parameter
+    (the app's own InputError handler writes it)."""
+    if not isinstance(error, OutOfRange):
+        raise error
+    answer: Response = await request.app.exception_handlers[InputError](
+        request, out_of_range(error)
+    )
+    return answer
+
+
 def log_routes(app: FastAPI) -> None:
+    app.add_exception_handler(OutOfRange, refuse_out_of_range)
+
     @app.get("/api/v1/log/checkpoint", dependencies=LIMITED)
     async def checkpoint(request: Request) -> Response:
         """The latest signed checkpoint (C2SP tlog-checkpoint in a signed note), sealed at most
@@ -52,10 +65,7 @@ def log_routes(app: FastAPI) -> None:
     ) -> Response:
         """Stored signed checkpoints of tree size ≥ `start`, smallest first, `limit` ≤ 100 a
         page; `next` is the `start` of the following page (null at the end)."""
-        try:
-            return raw(_log(request).checkpoints(start, limit))
-        except OutOfRange as error:
-            raise out_of_range(error) from error
+        return raw(_log(request).checkpoints(start, limit))
 
     @app.get("/api/v1/log/entries", dependencies=LIMITED)
     async def entries(
@@ -63,11 +73,7 @@ def log_routes(app: FastAPI) -> None:
     ) -> Response:
         """Entries [start, end) as exact leaf bytes (base64) and parsed JSON: at most 1000, `end`
         clamped to the tree size (default `start` + 1000)."""
-        try:
-            found = _log(request).entries(start, end)
-        except OutOfRange as error:
-            raise out_of_range(error) from error
-        return raw({"start": start, "entries": found})
+        return raw({"start": start, "entries": _log(request).entries(start, end)})
 
     @app.get("/api/v1/log/proof/inclusion", dependencies=LIMITED)
     async def inclusion(
@@ -76,18 +82,12 @@ def log_routes(app: FastAPI) -> None:
         tree_size: Annotated[int, Query(alias="treeSize", ge=1, le=MAX_SAFE_INTEGER)],
     ) -> Response:
         """RFC 9162 inclusion proof (audit path) of entry `index` in the tree of `treeSize`."""
-        try:
-            return raw(_log(request).inclusion(index, tree_size))
-        except OutOfRange as error:
-            raise out_of_range(error) from error
+        return raw(_log(request).inclusion(index, tree_size))
 
     @app.get("/api/v1/log/proof/consistency", dependencies=LIMITED)
     async def consistency(request: Request, first: Positive, second: Positive) -> Response:
         """RFC 9162 consistency proof between the trees of sizes `first` and `second`."""
-        try:
-            return raw(_log(request).consistency(first, second))
-        except OutOfRange as error:
-            raise out_of_range(error) from error
+        return raw(_log(request).consistency(first, second))
 
     @app.get("/api/v1/keys", dependencies=LIMITED)
     async def keys(request: Request) -> Response:
