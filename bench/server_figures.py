@@ -4,7 +4,8 @@ Not a test. :func:`machine_split` reads ``/proc/stat`` (Linux) around a run: the
 that was idle, waiting for the disk, in user and in system code. :func:`lock_figures` reads a
 tenure server's ``/metrics`` (the SQLite ledger's lock, commit and checkpoint histograms summed over
 its workers) into per-event figures: how long the write lock was held per event and how busy it
-was, what the COMMIT's WAL sync took per group, how big the groups were.
+was, what the COMMIT's WAL sync took per group, how big the groups were, and the sweeper's share
+of the lock (its own work, recording expiries; the group's COMMIT not counted in it).
 """
 
 from __future__ import annotations
@@ -64,14 +65,21 @@ class LockFigures:
     groups: float
     held_s: float
     commit_s: float
+    swept_s: float = 0.0
+    """The sweeper's own work under the lock (``tenure_sweep_seconds``): recording expiries."""
 
     def line(self, seconds: float) -> str:
         events, groups = max(self.events, 1), max(self.groups, 1)
         return (
             f"ledger lock: held {self.held_s / events * 1e6:,.0f} µs/event"
             f" ({100 * self.held_s / seconds:.0f}% of the run), COMMIT (WAL write and sync)"
-            f" {self.commit_s / groups * 1e3:.2f} ms per group of {events / groups:.1f} events"
+            f" {self.commit_s / groups * 1e3:.2f} ms per group of {events / groups:.1f} events;"
+            f" the sweeper's share {self.sweeper_share():.0f}% of the lock's held time"
         )
+
+    def sweeper_share(self) -> float:
+        """The sweeper's work as a share (0–100) of the time the lock was held."""
+        return 100 * self.swept_s / self.held_s if self.held_s > 0 else 0.0
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -96,4 +104,5 @@ def lock_figures(before: dict[str, float], after: dict[str, float]) -> LockFigur
         groups=grew("tenure_commit_batch_size_count"),
         held_s=grew("tenure_sqlite_lock_held_seconds_sum"),
         commit_s=grew("tenure_sqlite_commit_seconds_sum"),
+        swept_s=grew("tenure_sweep_seconds_sum"),
     )

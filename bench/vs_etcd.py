@@ -1,6 +1,9 @@
 """tenure against etcd, side by side: the same load generator, the same connections, one run.
 
-Not a test: prints figures. Starts a throw-away etcd (Debian's ``etcd-server``; fsync on, as it
+Not a test: prints figures. By default in steady state (``bench/steady.py``): both servers
+started once and kept warm, tenure's ledger filled to ``--fill`` entries first, leases of
+``--ttl`` seconds expiring during every measured round. With ``--fresh``, as before: starts a
+throw-away etcd (Debian's ``etcd-server``; fsync on, as it
 ships) and a throw-away ``tenure serve`` with its defaults (SQLite with ``synchronous=FULL``, Merkle
 sealing, an eddsa-jcs-2022 receipt on every answer, one worker per core, the access log at
 ``info``, the default rate limit), then drives each in turn with ``wrk`` (Debian's
@@ -21,7 +24,8 @@ nothing; when a tool is missing it says which package to install. The two server
 after the other, never together, and ``--rounds`` alternates them to expose drift on a shared
 machine.
 
-    .venv/bin/python bench/vs_etcd.py [--duration 10] [--connections 64] [--rounds 1]
+    .venv/bin/python bench/vs_etcd.py [--fill 1000000] [--ttl 5] [--rounds 3] [--duration 10]
+    .venv/bin/python bench/vs_etcd.py --fresh [--duration 10] [--connections 64] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import random
 import re
 import shutil
 import socket
@@ -46,63 +51,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from lease_bench import cpu_seconds  # noqa: E402  (a sibling script's /proc reader)
 from server_figures import lock_figures, machine_split, scrape  # noqa: E402
-
-# Fresh key per request: thread id, a per-thread counter and a per-run nonce keep them unique.
-_LUA_COMMON = """
--- tid and nonce are globals of each thread's own Lua state, set by setup() below.
-local counter = 0
-local threads = 0
-function setup(thread)
-  threads = threads + 1
-  thread:set("tid", threads)
-  thread:set("nonce", math.random(1, 2^30))
-end
-function init(args)
-  counter = 0
-end
-"""
-
-_LUA_ETCD = (
-    _LUA_COMMON
-    + """
-local b = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
-local function b64(data)
-  return ((data:gsub('.', function(x)
-    local r, byte = '', x:byte()
-    for i = 8, 1, -1 do r = r .. (byte % 2^i - byte % 2^(i-1) > 0 and '1' or '0') end
-    return r
-  end) .. '0000'):gsub('%d%d%d?%d?%d?%d?', function(x)
-    if #x < 6 then return '' end
-    local c = 0
-    for i = 1, 6 do c = c + (x:sub(i, i) == '1' and 2^(6 - i) or 0) end
-    return b:sub(c + 1, c + 1)
-  end) .. ({ '', '==', '=' })[#data % 3 + 1])
-end
-local value = b64("worker-1")
-function request()
-  counter = counter + 1
-  local key = b64(string.format("job-%d-%d-%d", nonce, tid, counter))
-  local body = '{"compare":[{"key":"' .. key .. '","result":"EQUAL","target":"CREATE",'
-    .. '"create_revision":"0"}],"success":[{"request_put":{"key":"' .. key
-    .. '","value":"' .. value .. '"}}]}'
-  return wrk.format("POST", "/v3/kv/txn", {["Content-Type"] = "application/json"}, body)
-end
-"""
-)
-
-_LUA_TENURE = (
-    _LUA_COMMON
-    + """
-function request()
-  counter = counter + 1
-  local body = string.format(
-    '{"resource":"job-%d-%d-%d","holder":"worker-1","ttlSeconds":60}', nonce, tid, counter)
-  return wrk.format("POST", "/api/v1/lease/acquire",
-    {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. os.getenv("KEY")},
-    body)
-end
-"""
-)
+from wrk_lua import LUA_ETCD as _LUA_ETCD  # noqa: E402  (the probes import them from here)
+from wrk_lua import LUA_TENURE as _LUA_TENURE  # noqa: E402
 
 
 @dataclass
@@ -113,6 +63,10 @@ class Figures:
     requests: int
     non_2xx: int
     errors: str
+    idle: float = 0.0
+    """The machine's idle share (0–100) over the run."""
+    sweeper: float = 0.0
+    """tenure's sweeper's share (0–100) of the time the ledger's lock was held."""
     cpu_us: float = 0.0
     """The server's CPU (user + system, all its processes) per request, in microseconds."""
     detail: str = ""
@@ -209,21 +163,24 @@ def wrk(
     threads = str(min(args.threads, args.connections))
     cmd = ["wrk", "-t", threads, "-c", str(args.connections), "-d", f"{args.duration}s"]
     cmd += ["--latency", "-s", script.name, url]
+    run = {"RUN": str(random.randrange(2**30))}  # a nonce of this run's names
     samples = scrape(url) if (name == "tenure" if lock is None else lock) else {}
     try:
         before = _cpu(pids)
         with machine_split() as split:
             done = subprocess.run(
-                cmd, capture_output=True, text=True, env=os.environ | env, check=True
+                cmd, capture_output=True, text=True, env=os.environ | run | env, check=True
             )
         spent = _cpu(pids) - before
     finally:
         os.unlink(script.name)
     figures = parse_wrk(name, done.stdout)
     figures.cpu_us = spent / max(1, figures.requests) * 1e6
-    figures.detail = str(split)
+    figures.detail, figures.idle = str(split), split.idle
     if samples:
-        figures.detail += "\n        " + lock_figures(samples, scrape(url)).line(args.duration)
+        lock_run = lock_figures(samples, scrape(url))
+        figures.detail += "\n        " + lock_run.line(args.duration)
+        figures.sweeper = lock_run.sweeper_share()
     return figures
 
 
@@ -260,11 +217,10 @@ def show(fig: Figures) -> None:
     )
 
 
-def missing_tools() -> list[str]:
-    wanted = {"etcd": "etcd-server", "wrk": "wrk"}
-    return [
-        f"{tool} (apt-get install {pkg})" for tool, pkg in wanted.items() if not shutil.which(tool)
-    ]
+def missing_tools(tools: tuple[str, ...] = ("etcd", "wrk")) -> list[str]:
+    """Each of ``tools`` not on the PATH, with the Debian package that has it."""
+    package = {"etcd": "etcd-server", "wrk": "wrk"}
+    return [f"{tool} (apt-get install {package[tool]})" for tool in tools if not shutil.which(tool)]
 
 
 def interpreter() -> str:
@@ -297,17 +253,35 @@ def main() -> int:
     parser.add_argument("--duration", type=int, default=10, help="measured seconds per server")
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2, help="wrk threads")
-    parser.add_argument("--rounds", type=int, default=1, help="alternate the servers this often")
+    parser.add_argument("--rounds", type=int, help="alternate the servers this often (3; 1 fresh)")
     parser.add_argument("--serve-arg", action="append", default=[], help="extra `tenure serve` arg")
+    parser.add_argument("--fresh", action="store_true", help="fresh servers for every round")
+    parser.add_argument("--ttl", type=int, help="lease seconds (5; 60 with --fresh)")
+    parser.add_argument("--fill", type=int, default=1_000_000, help="ledger entries before rounds")
+    parser.add_argument("--keep", type=Path, help="servers' folder, kept: a rerun tops it up")
     args = parser.parse_args()
+    if (args.ttl is not None and args.ttl < 1) or args.fill < 0 or (args.rounds or 1) < 1:
+        parser.error("--ttl and --rounds must be at least 1, --fill at least 0")
+    args.rounds = args.rounds or (1 if args.fresh else 3)
+    args.ttl = args.ttl or (60 if args.fresh else 5)
     if missing := missing_tools():
         print("missing: " + ", ".join(missing), file=sys.stderr)
         return 2
     print(
         f"{os.cpu_count()} cores; {args.connections} connections, {args.duration} s each, "
-        f"wrk -t{args.threads}; {interpreter()}",
+        f"wrk -t{args.threads}, ttl {args.ttl} s; {interpreter()}",
         flush=True,
     )
+    if not args.fresh:
+        from steady import steady
+
+        return steady(args)
+    return fresh(args)
+
+
+def fresh(args: argparse.Namespace) -> int:
+    """Every round a fresh etcd, then a fresh tenure; the ratio of the rounds' mean rates."""
+    env = {"TTL": str(args.ttl)}
     etcd_figs, tenure_figs = [], []
     for _ in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:
@@ -316,7 +290,7 @@ def main() -> int:
                 etcd_figs.append(wrk("etcd", url, _LUA_ETCD, args, {}, pid))
                 show(etcd_figs[-1])
             with tenure(scratch, args.serve_arg) as (url, key, pid):
-                tenure_figs.append(wrk("tenure", url, _LUA_TENURE, args, {"KEY": key}, pid))
+                tenure_figs.append(wrk("tenure", url, _LUA_TENURE, args, env | {"KEY": key}, pid))
                 show(tenure_figs[-1])
     etcd_rate = sum(f.rate for f in etcd_figs) / len(etcd_figs)
     tenure_rate = sum(f.rate for f in tenure_figs) / len(tenure_figs)
