@@ -26,6 +26,7 @@ from typing import Any
 from api.files import atomic_write
 from api.revoke_cli import add_revoke_parser, revoke_main
 from api.server_options import add_server_options
+from ledger.defaults import DEFAULT_TTL_SECONDS
 
 EXIT_USAGE = 2
 EXIT_NOT_ACQUIRED = 75  # EX_TEMPFAIL: held, conflict, rate limited or unreachable; try later
@@ -57,7 +58,12 @@ def add_lease_parser(commands: Any) -> None:
         default=f"{socket.gethostname()}:{os.getpid()}"[:128],
         help="holder label (default host:pid)",
     )
-    run.add_argument("--ttl", type=int, default=30, help="lease ttl in seconds (default 30)")
+    run.add_argument(
+        "--ttl",
+        type=int,
+        default=DEFAULT_TTL_SECONDS,
+        help="lease ttl in seconds (default %(default)s)",
+    )
     run.add_argument("--wait", type=int, help="wait up to this many seconds (1..60) if held")
     run.add_argument("--capacity", type=int, help="holders allowed at once (1..1000)")
     run.add_argument(

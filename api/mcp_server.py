@@ -38,6 +38,7 @@ from api.client import (
 from api.client.core import new_request_id
 from api.client.trust import Trust
 from api.mcp_tools import BY_NAME, OUTPUT_SCHEMA, RULES, TOOLS, ToolSpec
+from ledger.defaults import VERSION
 
 ClientFor = Callable[[ServerRequestContext[Any]], AbstractAsyncContextManager[AsyncClient]]
 INSTRUCTIONS = (
@@ -77,7 +78,7 @@ def build_server(client_for: ClientFor) -> Server[Any]:
 
     return Server(
         "tenure",
-        version="0.1.0",
+        version=VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.client import Answer, AsyncClient
+from ledger.defaults import DEAD_CEILING_SECONDS, DEFAULT_TTL_SECONDS, TTL_CEILING_SECONDS
 
 RULES = (
     "Rules: pass fencingToken to every store you write to under this lease, so a write from a "
@@ -38,7 +39,11 @@ def _integer(low: int, high: int | None, text: str) -> dict[str, Any]:
 FIELDS: dict[str, dict[str, Any]] = {
     "resource": _string(1, 256, "the resource name, e.g. deploy:prod"),
     "holder": _string(1, 128, "your label; it never proves who holds a lease"),
-    "ttlSeconds": _integer(1, 86400, "lease duration in seconds (default 30; server cap 3600)"),
+    "ttlSeconds": _integer(
+        1,
+        TTL_CEILING_SECONDS,
+        f"lease duration in seconds (default {DEFAULT_TTL_SECONDS}; server cap 3600)",
+    ),
     "ownerToken": _string(1, 256, "the secret from your grant; proves the lease is yours"),
     "fencingToken": _integer(
         1, MAX_SAFE_INTEGER, "your grant's fencing token; must match when given"
@@ -50,7 +55,9 @@ FIELDS: dict[str, dict[str, Any]] = {
     "requestId": _string(1, 128, "repeat it to retry safely after an unknown outcome"),
     "result": {"description": "JSON result of the finished work (≤ 32 KiB)"},
     "deadSeconds": _integer(
-        0, 86400, "release the scope's leases after this long without a heartbeat (0 disarms)"
+        0,
+        DEAD_CEILING_SECONDS,
+        "release the scope's leases after this long without a heartbeat (0 disarms)",
     ),
     "document": {
         "type": "object",
@@ -110,12 +117,14 @@ ACQUIRE_MORE = ("capacity", "fingerprint", "scope", "requestId", "ownerToken", "
 async def _acquire(c: AsyncClient, a: dict[str, Any]) -> Answer:
     more = _kw(a, *ACQUIRE_MORE)
     wait = a.get("waitSeconds")
-    return await c.acquire(a["resource"], a["holder"], a.get("ttlSeconds", 30), wait=wait, **more)
+    return await c.acquire(
+        a["resource"], a["holder"], a.get("ttlSeconds", DEFAULT_TTL_SECONDS), wait=wait, **more
+    )
 
 
 async def _wait(c: AsyncClient, a: dict[str, Any]) -> Answer:
     more = _kw(a, "capacity", "fingerprint", "scope", "requestId")
-    ttl = a.get("ttlSeconds", 30)
+    ttl = a.get("ttlSeconds", DEFAULT_TTL_SECONDS)
     return await c.wait(a["resource"], a["holder"], a.get("waitSeconds", 30), ttl, **more)
 
 

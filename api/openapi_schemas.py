@@ -8,6 +8,7 @@ from typing import Any
 
 from api.openapi_ops import DOCUMENTS, op_body, with_name_rules
 from api.schemas import LeaseBody, NamespaceBody, ScopeBody
+from ledger.defaults import DEAD_CEILING_SECONDS
 from ledger.leases import Outcome
 from ledger.ops import Op
 from verify.dataintegrity import SUITES
@@ -195,7 +196,11 @@ def body_schemas(ttl_max_seconds: int) -> dict[str, Any]:
     scope = with_name_rules(_model_schema(ScopeBody))
     heartbeat = copy.deepcopy(scope)
     heartbeat["required"] = ["deadSeconds"]
-    heartbeat["properties"]["deadSeconds"] = {"type": "integer", "minimum": 0, "maximum": 86400}
+    heartbeat["properties"]["deadSeconds"] = {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": DEAD_CEILING_SECONDS,
+    }
     per_op = {f"Lease{op.value.title()}": op_body(lease, op) for op in Op}
     with_op = {
         "description": "A lease operation named by `op`, with that operation's body",

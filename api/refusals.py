@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ledger.defaults import DEAD_CEILING_SECONDS, TTL_CEILING_SECONDS
+
 MAX_SAFE_INTEGER = 2**53 - 1  # I-JSON (RFC 7493 §2.2): one integer rule for every field
 Ranges = Mapping[str, tuple[int, int]]
 """A field's range where it is set at run time (``ttlSeconds``: 1..the operator's ``--ttl-max``)."""
@@ -24,11 +26,11 @@ _TYPES = {"int_type": "an integer", "string_type": "a string", "bool_type": "a b
 _RANGE_KINDS = {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}
 _LENGTH_KINDS = {"string_too_short", "string_too_long"}
 _RANGES: dict[str, tuple[int, int]] = {
-    "ttlSeconds": (1, 86400),
+    "ttlSeconds": (1, TTL_CEILING_SECONDS),
     "fencingToken": (1, MAX_SAFE_INTEGER),
     "capacity": (1, 1000),
     "waitSeconds": (1, 60),
-    "deadSeconds": (0, 86400),
+    "deadSeconds": (0, DEAD_CEILING_SECONDS),
 }
 _LENGTHS: dict[str, tuple[int, int]] = {
     "resource": (1, 256),

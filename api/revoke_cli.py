@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from api.database_option import add_database_option, ledger_location, ledger_name
+from ledger.defaults import DEFAULT_LIFECYCLE_SECONDS
 
 EXIT_USAGE = 2
 ANONYMOUS = "anon"  # api.tenancy.ANONYMOUS, without importing FastAPI's side
@@ -64,8 +65,8 @@ def add_revoke_parser(actions: Any) -> None:
     revoke.add_argument(
         "--lifecycle",
         type=int,
-        default=86400,
-        help="the server's --lifecycle: a waiter this revoke grants gets it (default 86400)",
+        default=DEFAULT_LIFECYCLE_SECONDS,
+        help="the server's --lifecycle: a waiter this revoke grants gets it (default %(default)s)",
     )
     revoke.add_argument("--json", action="store_true", help="print the outcome as JSON")
 

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from api.refusals import MAX_SAFE_INTEGER, InputError, Ranges, refusal_of
+from ledger.defaults import DEAD_CEILING_SECONDS, TTL_CEILING_SECONDS
 from ledger.ops import Op
 
 OPS = tuple(Op)
@@ -29,8 +30,6 @@ def _printable(value: str | None) -> str | None:
 
 
 Name128 = Annotated[str, Field(min_length=1, max_length=128)]
-TTL_CEILING = 86400
-"""The highest ``--ttl-max`` an operator may set (DESIGN §3.2)."""
 Count = Annotated[int, Field(ge=1, le=MAX_SAFE_INTEGER)]
 
 
@@ -42,7 +41,7 @@ class LeaseBody(BaseModel):
     op: OpName | None = None
     resource: Annotated[str, Field(min_length=1, max_length=256)]
     holder: Name128 | None = _alias("holder", "agent_id", "agentId", "actorDid", "actor_did")
-    ttl_seconds: Annotated[int, Field(ge=1, le=TTL_CEILING)] | None = _alias(
+    ttl_seconds: Annotated[int, Field(ge=1, le=TTL_CEILING_SECONDS)] | None = _alias(
         "ttlSeconds", "ttl_seconds"
     )
     owner_token: Annotated[str, Field(min_length=1, max_length=256)] | None = _alias(
@@ -75,7 +74,7 @@ class ScopeBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    dead_seconds: Annotated[int, Field(ge=0, le=86400)] | None = _alias(
+    dead_seconds: Annotated[int, Field(ge=0, le=DEAD_CEILING_SECONDS)] | None = _alias(
         "deadSeconds", "dead_seconds"
     )
     tenant_id: Name128 | None = _alias("tenantId", "tenant_id")

@@ -7,6 +7,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ledger.defaults import DEFAULT_LIFECYCLE_SECONDS, TTL_CEILING_SECONDS
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TENURE_")
@@ -22,8 +24,8 @@ class Settings(BaseSettings):
     require_api_key: bool = False
     allow_anonymous: bool = True
     rate_limit: float = Field(default=10_000.0, gt=0)
-    ttl_max_seconds: int = Field(default=3600, ge=1, le=86400)
-    lifecycle_seconds: int = Field(default=86400, ge=1)
+    ttl_max_seconds: int = Field(default=3600, ge=1, le=TTL_CEILING_SECONDS)
+    lifecycle_seconds: int = Field(default=DEFAULT_LIFECYCLE_SECONDS, ge=1)
     sweep_interval: float = Field(default=0.1, gt=0)
     checkpoint_interval: float = Field(default=10.0, gt=0)
     key_watch_interval: float = Field(default=1.0, gt=0)

@@ -17,6 +17,7 @@ from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sle
 from api.client.errors import LeaseLost, TenureError
 from api.client.keeper import Keeper, OnLost, logger, report_loss
 from api.client.trust import Trust
+from ledger.defaults import DEFAULT_TTL_SECONDS
 
 
 class AsyncClient:
@@ -70,14 +71,25 @@ class AsyncClient:
             return answer
 
     async def acquire(
-        self, resource: str, holder: str, ttl: int = 30, *, wait: int | None = None, **more: Any
+        self,
+        resource: str,
+        holder: str,
+        ttl: int = DEFAULT_TTL_SECONDS,
+        *,
+        wait: int | None = None,
+        **more: Any,
     ) -> LeaseAnswer:
         """See ``Client.acquire``."""
         fields = dict(resource=resource, holder=holder, ttl=ttl, wait=wait)
         return await self.run(self.core.lease("acquire", **fields, **more))
 
     async def wait(
-        self, resource: str, holder: str, wait: int = 30, ttl: int = 30, **more: Any
+        self,
+        resource: str,
+        holder: str,
+        wait: int = 30,
+        ttl: int = DEFAULT_TTL_SECONDS,
+        **more: Any,
     ) -> LeaseAnswer:
         """See ``Client.wait``."""
         fields = dict(resource=resource, holder=holder, ttl=ttl, wait=wait)
@@ -138,7 +150,7 @@ class AsyncClient:
         self,
         resource: str,
         holder: str,
-        ttl: int = 30,
+        ttl: int = DEFAULT_TTL_SECONDS,
         wait: int | None = None,
         *,
         on_lost: OnLost | None = None,

@@ -15,6 +15,7 @@ from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sle
 from api.client.errors import LeaseLost, TenureError
 from api.client.keeper import Keeper, OnLost, logger, report_loss
 from api.client.trust import Trust
+from ledger.defaults import DEFAULT_TTL_SECONDS
 
 
 class Client:
@@ -70,7 +71,13 @@ class Client:
             return answer
 
     def acquire(
-        self, resource: str, holder: str, ttl: int = 30, *, wait: int | None = None, **more: Any
+        self,
+        resource: str,
+        holder: str,
+        ttl: int = DEFAULT_TTL_SECONDS,
+        *,
+        wait: int | None = None,
+        **more: Any,
     ) -> LeaseAnswer:
         """Take a lease (waiting up to ``wait`` s if held). ``more``: capacity, fingerprint,
         scope, owner_token, fencing_token, request_id, tenant_id. Raises LeaseHeld, Conflict."""
@@ -79,7 +86,12 @@ class Client:
         )
 
     def wait(
-        self, resource: str, holder: str, wait: int = 30, ttl: int = 30, **more: Any
+        self,
+        resource: str,
+        holder: str,
+        wait: int = 30,
+        ttl: int = DEFAULT_TTL_SECONDS,
+        **more: Any,
     ) -> LeaseAnswer:
         """Queue for a lease, first come first served; LeaseHeld when ``wait`` s are up."""
         return self.run(
@@ -144,7 +156,7 @@ class Client:
         self,
         resource: str,
         holder: str,
-        ttl: int = 30,
+        ttl: int = DEFAULT_TTL_SECONDS,
         wait: int | None = None,
         *,
         on_lost: OnLost | None = None,
