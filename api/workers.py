@@ -1,15 +1,12 @@
-"""`tenure serve --workers N`: one parent, N worker processes on one listening socket (issue 10).
+"""`tenure serve --workers N`: one parent, N worker processes on one listening socket.
 
-The parent has already migrated the ledger and set up the keys (``api/cli.py``); here it binds
-the socket once, starts N workers — each ``tenure serve --fd FD`` running its own Runtime and
-uvicorn on the inherited socket, taking connections so that they spread evenly over the workers
-(``api/balance.py``) — and on SIGTERM or SIGINT
-forwards the signal and waits for every worker to finish its graceful shutdown. Each worker tells
-the parent over a pipe when it serves, or why it could not start. Until every worker has served
-once, a worker that ends is fatal: the parent stops the others and exits 1 with its error (a
-broken install or configuration must not restart forever). Later, a worker that dies is replaced
-after a delay that doubles with each crash in a row (``Backoff``). Workers die with the parent
-(``PR_SET_PDEATHSIG``): a parent killed with -9 takes its workers with it, as one server would go.
+The parent (``api/serve_cli.py``) has checked the options, bound the socket and set up the
+ledger and keys; here it starts N workers (``tenure serve --fd FD``, each with its own Runtime
+and uvicorn, spreading connections evenly: ``api/balance.py``). Each tells the parent over a pipe
+when it serves, or why it could not start. Until all have served once, a worker that ends is
+fatal (exit 1 with its error: a broken install must not restart forever); later ones are
+replaced after a growing delay (``Backoff``). SIGTERM/SIGINT is forwarded and the parent waits
+for every graceful shutdown. Workers die with the parent (``PR_SET_PDEATHSIG``), as one server.
 """
 
 from __future__ import annotations

@@ -5,11 +5,13 @@ forever: real processes, real sockets."""
 from __future__ import annotations
 
 import os
+import queue
 import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,29 +106,59 @@ def test_a_worker_that_cannot_start_stops_the_server_with_its_error(tmp_path: Pa
     assert "starting another" not in err
 
 
+class Log:
+    """A running server's stderr, read by a thread as it comes (the pipe never fills)."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._new: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, args=(process,), daemon=True)
+        self._reader.start()
+
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            self.lines.append(line)
+            self._new.put(line)
+        self._new.put(None)
+
+    def whole(self, timeout: float = 20) -> str:
+        """Everything the server wrote, once it has closed stderr (ended)."""
+        self._reader.join(timeout)
+        return "".join(self.lines)
+
+    def url(self, timeout: float = 60) -> str:
+        """The URL of the line ``tenure: serving URL (…)``; fails if none comes in time."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._new.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"no URL printed within {timeout} s: {''.join(self.lines)[-2000:]}")
+            if line is None:
+                pytest.fail(f"the server ended without printing its URL: {''.join(self.lines)}")
+            found = re.match(r"tenure: serving (http://\S+) \(", line)
+            if found:
+                return found.group(1)
+
+
 @pytest.fixture
-def running(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """A two-worker server on a free port, and the URL it printed once both served."""
+def running(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, Log]]:
+    """A two-worker server on a free port, the URL it printed once both served, its log."""
     process = serve(tmp_path, "--port", "0", "--workers", "2")
-    assert process.stderr is not None
-    deadline = time.monotonic() + 30
-    for line in process.stderr:
-        found = re.match(r"tenure: serving (http://\S+) \(2 workers", line)
-        if found:
-            break
-        assert time.monotonic() < deadline, "no URL printed"
-    else:
-        pytest.fail("the server ended without printing its URL")
-    yield process, found.group(1)
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=20)
+    log = Log(process)
+    try:
+        yield process, log.url(), log
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=20)
 
 
 def test_several_workers_print_the_url_and_answer_on_it(
-    running: tuple[subprocess.Popen[str], str],
+    running: tuple[subprocess.Popen[str], str, Log],
 ) -> None:
-    process, url = running
+    process, url, _ = running
     with httpx.Client(base_url=url, timeout=10) as client:
         assert client.head("/healthz").status_code == 200
         granted = lease(client, "acquire", resource=rid(), holder="w", ttlSeconds=30)
@@ -152,15 +184,15 @@ def replaced(process: subprocess.Popen[str], gone: int) -> int:
 
 
 def test_a_worker_that_keeps_dying_is_restarted_later_each_time(
-    running: tuple[subprocess.Popen[str], str],
+    running: tuple[subprocess.Popen[str], str, Log],
 ) -> None:
-    process, _ = running
+    process, _, log = running
     first = min(workers_of(process))
     second = replaced(process, first)
     replaced(process, second)
     process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=20)
-    delays = re.findall(r"ended \(status -9\); starting another in ([\d.]+) s", err)
+    process.wait(timeout=20)
+    delays = re.findall(r"ended \(status -9\); starting another in ([\d.]+) s", log.whole())
     assert [float(d) for d in delays] == [0.5, 1.0]
 
 
