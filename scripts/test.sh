@@ -25,4 +25,10 @@ fi
 .venv/bin/ruff format --check .
 .venv/bin/ruff check .
 .venv/bin/mypy
+if [ $# -eq 0 ]; then
+  # What a package index serves, first: the sdist and the wheel built, installed into fresh venvs
+  # and run (tests/test_wheel.py, about two minutes); a broken package fails fast.
+  .venv/bin/python -m pytest -m wheel
+  set -- -m "not wheel"
+fi
 .venv/bin/python -m pytest "$@"
