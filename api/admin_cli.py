@@ -36,7 +36,10 @@ def _add_export(commands: Any) -> None:
     export = commands.add_parser("export", help="write the ledger as JSON Lines for `audit`")
     export.add_argument("--data", type=Path, default=Path("data"), help="ledger folder")
     add_database_option(export)
-    export.add_argument("--out", type=Path, required=True, help="the export file to write")
+    export.add_argument("--out", type=Path, help="the JSON Lines export file to write")
+    export.add_argument(
+        "--tiles", type=Path, metavar="DIR", help="write the log as static C2SP tlog-tiles in DIR"
+    )
     export.add_argument(
         "--keys",
         type=Path,
@@ -132,7 +135,10 @@ def export_main(args: argparse.Namespace) -> int:
     from ledger.keyring import KeyFileError
     from ledger.reading import open_for_reading
     from ledger.storage import StorageError
+    from ledger.tile_export import FolderConflict
 
+    if args.out is None and args.tiles is None:
+        return refuse("tenure export needs --out FILE, --tiles DIR or both")
     problem = missing_ledger(args)
     if problem is not None:
         return problem
@@ -143,16 +149,18 @@ def export_main(args: argparse.Namespace) -> int:
         print(f"tenure: {error}", file=sys.stderr)
         return 1
     try:
-        count = _export(storage, args)
+        count = _export_tiles(storage, args) if args.tiles is not None else 0
+        count = _export(storage, args) if args.out is not None else count
     except WriteFailed as error:
         print(f"tenure: {error}", file=sys.stderr)
         return 1
-    except KeyFileError as error:
+    except (KeyFileError, FolderConflict) as error:
         return refuse(str(error))
     finally:
         storage.close()
     seconds = time.monotonic() - started
-    print(f"exported {count} entries to {args.out} in {seconds:.1f} s", file=sys.stderr)
+    where = " and ".join(str(path) for path in (args.out, args.tiles) if path is not None)
+    print(f"exported {count} entries to {where} in {seconds:.1f} s", file=sys.stderr)
     return 0
 
 
@@ -177,6 +185,15 @@ def _export(storage: Any, args: argparse.Namespace) -> int:
             return export_ledger(storage, out, bar.update, signer=signer, host_name=host)
     finally:
         bar.close()
+
+
+def _export_tiles(storage: Any, args: argparse.Namespace) -> int:
+    """The log as static tlog-tiles files in ``--tiles`` (ledger/tile_export.py)."""
+    from ledger.storage import HOST_NAME_VARIABLE
+    from ledger.tile_export import export_tiles
+
+    host = os.environ.get(HOST_NAME_VARIABLE)
+    return export_tiles(storage, args.tiles, _log_key(storage, args.keys), host)
 
 
 def _log_key(storage: Any, keys_dir: Path) -> Any:

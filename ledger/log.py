@@ -15,11 +15,16 @@ from ledger.changes import PutCheckpoint
 from ledger.checkpoint import checkpoint_body, sign_note
 from ledger.entries import b64, iso
 from ledger.keyring import SigningKey
+from ledger.lru import LRU
 from ledger.merkle import consistency_proof, inclusion_proof, root_at
-from ledger.storage import CheckpointRecord, Storage
+from ledger.storage import CheckpointRecord, Storage, StorageError
+from ledger.tiles import Tile, entry_bundle, entry_range, hash_tile
 
 MAX_PAGE = 1000
 MAX_CHECKPOINTS = 100
+FULL_TILES_KEPT = 64
+"""Full hash tiles never change; the most asked are kept (8 KiB each) rather than re-read as
+256 nodes each time."""
 
 
 class OutOfRange(ValueError):
@@ -60,6 +65,7 @@ class LogReader:
         self.origin = origin
         self.key = key
         self._get = storage.node
+        self._full_tiles: LRU[Tile, bytes] = LRU(FULL_TILES_KEPT)
 
     def size(self) -> int:
         return self.storage.tree_size()
@@ -86,6 +92,20 @@ class LogReader:
 
     def entry(self, index: int) -> bytes | None:
         return self.storage.entry(index)
+
+    def tile(self, tile: Tile) -> bytes:
+        """A C2SP hash tile or entry bundle of the durable tree (``ledger.tiles``);
+        :class:`~ledger.tiles.NoSuchTile` if the tree has not grown to it yet."""
+        size = self.size()
+        if tile.level is not None and tile.full:
+            return self._full_tiles.get(tile, lambda wanted: hash_tile(wanted, size, self._get))
+        if tile.level is not None:
+            return hash_tile(tile, size, self._get)
+        start, end = entry_range(tile, size)
+        leaves = [leaf for _, leaf in self.storage.entries(start, end)]
+        if len(leaves) != tile.width:
+            raise StorageError(f"entries {start}..{end - 1} of the durable tree are missing")
+        return entry_bundle(leaves)
 
     def inclusion(self, index: int, size: int) -> dict[str, Any]:
         self._check_size("treeSize", size, self.size())

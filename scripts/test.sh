@@ -22,6 +22,12 @@ fi
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
 fi
+# Go's own tlog reader checks the log's C2SP tiles, offline (Debian's Go and x/mod sources).
+if { ! command -v go >/dev/null 2>&1 || [ ! -d /usr/share/gocode/src/golang.org/x/mod/sumdb/tlog ]; } \
+  && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq golang-go golang-golang-x-mod-dev) >/dev/null
+fi
 .venv/bin/ruff format --check .
 .venv/bin/ruff check .
 .venv/bin/mypy

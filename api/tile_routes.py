@@ -1,0 +1,48 @@
+"""The log as C2SP tlog-tiles (https://c2sp.org/tlog-tiles): a checkpoint and static-looking
+tiles any tile client (Go's sumdb/tlog, Tessera's) reads without knowing tenure's JSON routes.
+
+A full tile never changes (the tree is append-only), so it is cached for a year as
+``immutable``; a partial tile and the checkpoint are replaced as the tree grows, so caches keep
+them only briefly. Paths are parsed by ``ledger.tiles``: a malformed one is a 400, a tile the
+tree has not grown to a 404, both in tenure's error shape.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+
+from api.log_routes import LIMITED, core_of
+from api.refusals import InputError
+from ledger.log import LogReader
+from ledger.tiles import BadTilePath, NoSuchTile, parse_tile_path
+
+FULL_TILE_CACHE = "public, max-age=31536000, immutable"
+PARTIAL_TILE_CACHE = "public, max-age=5"
+CHECKPOINT_CACHE = "no-cache"
+NOTE_TYPE = "text/plain; charset=utf-8"
+TILE_TYPE = "application/octet-stream"
+
+
+def tile_routes(app: FastAPI) -> None:
+    @app.get("/checkpoint", dependencies=LIMITED)
+    async def checkpoint(request: Request) -> Response:
+        """The latest signed checkpoint as the C2SP signed note itself (tlog-tiles)."""
+        signed = await core_of(request).checkpoint_covering()
+        headers = {"Cache-Control": CHECKPOINT_CACHE}
+        return Response(signed.note.encode(), 200, headers, media_type=NOTE_TYPE)
+
+    @app.get("/tile/{path:path}", dependencies=LIMITED)
+    async def tile(request: Request, path: str) -> Response:
+        """A hash tile `<L>/<N>[.p/<W>]` or an entry bundle `entries/<N>[.p/<W>]` (tlog-tiles)."""
+        try:
+            wanted = parse_tile_path(path)
+        except BadTilePath as error:
+            raise InputError("invalid_tile_path", str(error), "path", status=400) from error
+        log: LogReader = request.app.state.log
+        try:
+            data = log.tile(wanted)
+        except NoSuchTile as error:
+            raise InputError("not_found", str(error), "path", status=404) from error
+        cache = FULL_TILE_CACHE if wanted.full else PARTIAL_TILE_CACHE
+        return Response(data, 200, {"Cache-Control": cache}, media_type=TILE_TYPE)
