@@ -4,7 +4,8 @@ tiles any tile client (Go's sumdb/tlog, Tessera's) reads without knowing tenure'
 A full tile never changes (the tree is append-only), so it is cached for a year as
 ``immutable``; a partial tile and the checkpoint are replaced as the tree grows, so caches keep
 them only briefly. Paths are parsed by ``ledger.tiles``: a malformed one is a 400, a tile the
-tree has not grown to a 404, both in tenure's error shape.
+tree has not grown to a 404, both in tenure's error shape. The spec, not /openapi.json, describes
+these routes (their answers are not JSON), so they stay out of the document.
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ TILE_TYPE = "application/octet-stream"
 
 
 def tile_routes(app: FastAPI) -> None:
-    @app.get("/checkpoint", dependencies=LIMITED)
+    @app.get("/checkpoint", dependencies=LIMITED, include_in_schema=False)
     async def checkpoint(request: Request) -> Response:
         """The latest signed checkpoint as the C2SP signed note itself (tlog-tiles)."""
         signed = await core_of(request).checkpoint_covering()
         headers = {"Cache-Control": CHECKPOINT_CACHE}
         return Response(signed.note.encode(), 200, headers, media_type=NOTE_TYPE)
 
-    @app.get("/tile/{path:path}", dependencies=LIMITED)
+    @app.get("/tile/{path:path}", dependencies=LIMITED, include_in_schema=False)
     async def tile(request: Request, path: str) -> Response:
         """A hash tile `<L>/<N>[.p/<W>]` or an entry bundle `entries/<N>[.p/<W>]` (tlog-tiles)."""
         try:

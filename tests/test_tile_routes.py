@@ -45,6 +45,8 @@ def test_the_checkpoint_is_the_signed_note_as_text(log: dict[str, Any]) -> None:
     assert answer.headers["cache-control"] == "no-cache"
     assert answer.text == client.get("/api/v1/log/checkpoint").json()["note"]
     assert answer.text.split("\n")[1] == str(ENTRIES)
+    paths = client.get("/openapi.json").json()["paths"]
+    assert not [path for path in paths if path == "/checkpoint" or path.startswith("/tile")]
 
 
 def test_hash_tiles_are_the_leaf_hashes_full_ones_cached_for_a_year(log: dict[str, Any]) -> None:
