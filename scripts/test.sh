@@ -18,6 +18,10 @@ fi
 if [ -f tests/interop/package.json ] && command -v npm >/dev/null 2>&1; then
   (cd tests/interop && npm ci --silent --no-audit --no-fund >/dev/null)
 fi
+# The TypeScript client: its dev deps and build; tests/test_js_client.py runs `npm test`.
+if [ -f clients/js/package.json ] && command -v npm >/dev/null 2>&1; then
+  (cd clients/js && npm ci --silent --no-audit --no-fund >/dev/null && npm run --silent build)
+fi
 # The explorer's test drives Debian's own Chromium (never a downloaded browser build).
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
