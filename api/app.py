@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import inspect
 import logging
 import signal
@@ -16,24 +15,24 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import Receive, Scope, Send
+from starlette.types import Scope
 
 from api import logs as access_log
+from api.accel import parse_accel, tune_gc
+from api.accel.hot_route import HotRoute
 from api.bundle_routes import bundle_routes
 from api.docs_routes import docs_routes
 from api.explorer_routes import explorer_routes
-from api.lease_fast import LeaseFront, lease_op_of
 from api.lease_routes import ClientGone, lease_routes
 from api.log_routes import log_routes
 from api.logs import AccessLog
 from api.mcp_mount import mount_mcp
 from api.metrics import RequestMetrics, metrics_routes, request_done, state_registry
 from api.openapi import install_openapi
-from api.requests import RetryAfter, Runtime, limit_client, parse_json, read_body
+from api.requests import EdgeState, RetryAfter, limit_client, parse_json, read_body, use_orjson
 from api.responses import (
     JSON,
     STORAGE_UNAVAILABLE,
-    dumps,
     error_response,
     raw,
     respond,
@@ -44,10 +43,10 @@ from api.schemas import InputError
 from api.scope_routes import scope_routes
 from api.settings import Settings
 from api.tenancy import RateLimiter, Tenancy
-from api.tile_routes import tile_routes
 from api.verifying import BoundedVerifier
 from ledger.calls import Limits, StorageUnavailable, now_ms
 from ledger.log import LogReader
+from ledger.provenance import dumps
 from ledger.runtime import Runtime as Core
 from ledger.runtime import RuntimeConfig
 from ledger.storage import StorageError
@@ -68,39 +67,12 @@ def _entry_named_by(log: LogReader, document: Any) -> bytes | None:
 
 
 # FastAPI ≥ 0.16x asks OpenTelemetry on every request whether a provider is configured; tenure
-# configures none, so it says so once (issue 10). Older FastAPI has no such parameter.
+# configures none, so it says so once. Older FastAPI has no such parameter.
 _NO_TELEMETRY: dict[str, Any] = (
     {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
     if "telemetry" in inspect.signature(FastAPI.__init__).parameters
     else {}
 )
-
-
-def _tune_gc() -> None:
-    """Every answer allocates thousands of short-lived, acyclic objects; with CPython's default
-    thresholds the cycle collector runs several times per request and keeps rescanning the
-    long-lived state. Freeze what start-up built and collect young objects far less often:
-    ~15% more lease events/s in bench/lease_bench.py."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 1000)
-
-
-class TenureAPI(FastAPI):
-    """FastAPI with the lease routes answered in front of it (``api.lease_fast``, issue 10)."""
-
-    lease_front: LeaseFront | None = None
-    """None answers them through FastAPI's own routes (and its middleware), as tests compare."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        front = self.lease_front
-        if front is not None and not self.root_path:
-            hot, op = lease_op_of(scope)
-            if hot:
-                scope["app"] = self  # what Starlette sets: request.app, request.state
-                await front(scope, receive, send, op)
-                return
-        await super().__call__(scope, receive, send)
 
 
 def runtime_config(settings: Settings, clock: Callable[[], int] = now_ms) -> RuntimeConfig:
@@ -119,7 +91,7 @@ def runtime_config(settings: Settings, clock: Callable[[], int] = now_ms) -> Run
     )
 
 
-def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> TenureAPI:
+def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI:
     """The HTTP front of DESIGN §3 over a :class:`ledger.runtime.Runtime` opened, started and
     stopped by the app's lifespan; every route reads what it needs from ``app.state``.
 
@@ -128,16 +100,20 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> TenureA
     """
 
     access = AccessLog() if settings.access_log else None
+    accel = parse_accel(settings.accel)
+    use_orjson("orjson" in accel)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         core = Core.open(runtime_config(settings, clock))
+        core.issuer.accelerate("native-answer" in accel)
         await core.start()
         app.state.core, app.state.log, app.state.issuer = core, core.log, core.issuer
         tenancy = Tenancy(core.storage, settings.require_api_key, settings.allow_anonymous)
-        app.state.runtime = Runtime(core.service, tenancy, RateLimiter(settings.rate_limit))
+        app.state.runtime = EdgeState(core.service, tenancy, RateLimiter(settings.rate_limit))
         app.state.metrics = state_registry(core, clock)
-        _tune_gc()
+        if "gc-tuning" in accel:
+            tune_gc()
         access_log.install()
         hangup = _on_sighup(core)
         try:
@@ -149,7 +125,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> TenureA
             if access is not None:
                 access.flush()
 
-    app = TenureAPI(
+    app = FastAPI(
         title="tenure",
         version="0.1.0",
         lifespan=lifespan,
@@ -162,7 +138,6 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> TenureA
     scope_routes(app, settings)
     _routes(app, settings)
     log_routes(app)
-    tile_routes(app)
     bundle_routes(app, settings)
     explorer_routes(app)
     mcp_sessions = mount_mcp(app, settings)
@@ -170,11 +145,13 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> TenureA
     docs_routes(app)
     install_openapi(app, settings)
     app.add_middleware(RequestMetrics, access=access)  # times all else, writes the access log
+    if "hot-route" in accel:
 
-    def done(scope: Scope, status: int, seconds: float) -> None:
-        request_done(scope, status, seconds, access)
+        def done(scope: Scope, status: int, seconds: float) -> None:
+            request_done(scope, status, seconds, access)
 
-    app.lease_front = LeaseFront(lease_handler, app, done)
+        errors = app.exception_handlers
+        app.add_middleware(HotRoute, handler=lease_handler, errors=errors, done=done)
     return app
 
 

@@ -1,24 +1,15 @@
-"""uvicorn's httptools protocol with the two limits it lacks (issue 8 item 11).
+"""uvicorn's httptools protocol with the two limits it lacks, refused in the API's error shape.
 
-- **A read deadline.** A request must arrive whole — from its first byte (or from the moment the
-  connection opens) to the end of its body — within ``TENURE_READ_TIMEOUT`` seconds (default 10),
-  else the connection gets 408 and is closed. uvicorn arms no timer until a first response has
-  been sent, so a client that opens connections and trickles bytes (slowloris) would hold them
-  forever. The deadline stops once the request is complete: a blocking wait that the server is
-  answering slowly on purpose is not cut short.
-- **A header size cap.** The request line and headers together may take
-  ``TENURE_MAX_HEADER_BYTES`` (default 16 KiB), else 431 and close, before any of it reaches the
-  app; httptools itself accepts headers of any size. A head still arriving is measured by the
-  raw bytes received, a whole one by what was parsed.
+- **A read deadline**: a request must arrive whole, from its first byte (or the connection's
+  opening) to the end of its body, within ``TENURE_READ_TIMEOUT`` seconds (default 10), else 408
+  and close; uvicorn arms no timer before a first response, so slowloris would hold connections.
+  The deadline stops once the request is complete (a slow blocking wait is not cut short).
+- **A header size cap**: the request line and headers within ``TENURE_MAX_HEADER_BYTES``
+  (default 16 KiB), else 431 and close; a head arriving is measured in raw bytes, a whole one as
+  parsed. Refusals are unsigned: nothing above the HTTP parser has run.
 
-Both cost little per request (issue 10): one timer per connection, re-armed only when it fires,
-and one size sum per head — 15k instructions a request less than a timer and a count per header
-(168k → 154k for uvicorn's cycle with this class; 138k without it).
-
-Both values come from the environment so that every worker process uses the same ones (the
-parent sets them from ``tenure serve`` flags). Answers are in the API's error shape, unsigned:
-nothing above the HTTP parser has run.
-"""
+Both come from the environment, so every worker uses the same (``tenure serve`` sets them); one
+timer per connection and one size sum per head keep them cheap (docs/performance.md)."""
 
 from __future__ import annotations
 
@@ -102,7 +93,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         """The head's parsed size, counted once it is whole (a head that never ends is cut by
         :meth:`data_received`'s count of raw bytes): per-header callbacks cost ~15 µs a
-        request (issue 10)."""
+        request."""
         self._in_head = False
         headers = self.headers
         size = len(self.url) + 4 * len(headers) + sum(len(n) + len(v) for n, v in headers)

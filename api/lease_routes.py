@@ -9,7 +9,7 @@ from collections.abc import Awaitable
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from api.lease_fast import LEASE_PATH, Handler
+from api.accel.hot_route import LEASE_PATH, Handler
 from api.metrics import lease_answered
 from api.names import RULE, high_entropy
 from api.requests import (
@@ -179,7 +179,7 @@ async def lease_answer(request: Request, settings: Settings, path_op: str | None
 
 def lease_routes(app: FastAPI, settings: Settings) -> Handler:
     """The lease and namespace routes, and the handler of the two lease routes for the
-    plain-ASGI ``api.lease_fast.LeaseFront`` in front of FastAPI (issue 10); their FastAPI routes
+    ``api.accel.hot_route.HotRoute`` middleware; their FastAPI routes
     document them in the OpenAPI and answer only what it passes on (a non-empty ``root_path``)."""
 
     async def answer(request: Request, op: str | None) -> Response:

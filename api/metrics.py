@@ -30,7 +30,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.lease_fast import ROUTE_KEY
+from api.accel.hot_route import ROUTE_KEY
 from api.logs import AccessLog
 from api.tally import Tally
 from ledger.runtime import Runtime
@@ -104,7 +104,7 @@ class RequestMetrics:
 
 def request_done(scope: Scope, status: int, seconds: float, access: AccessLog | None) -> None:
     """Time and count one answered request and write its access-log line (``access``, if any):
-    what RequestMetrics does for every request, and ``api.lease_fast.LeaseFront`` for its own."""
+    what RequestMetrics does for every request, and ``api.accel.hot_route.HotRoute`` for its own."""
     _observe(scope, status, seconds)
     if access is not None:
         access.request(scope, status)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -13,29 +14,27 @@ from fastapi import Request
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect
 
+from api.accel import fastjson
 from api.refusals import InputError, Ranges, not_json
 from api.schemas import input_error
 from api.tenancy import RateLimiter, Tenancy
 from ledger.provenance import UNPARSED
 from ledger.service import LeaseService
 from verify import ijson
-from verify.jcs import HAVE_ORJSON
-
-if HAVE_ORJSON:
-    import orjson
 
 
 @dataclass
-class Runtime:
-    """What the routes share; built in the lifespan, so tests get a fresh one per app."""
+class EdgeState:
+    """What the routes share (``app.state.runtime``), over the ledger's ``ledger.runtime.Runtime``;
+    built in the lifespan, so tests get a fresh one per app."""
 
     service: LeaseService
     tenancy: Tenancy
     limiter: RateLimiter
 
 
-def runtime_of(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.runtime
+def runtime_of(request: Request) -> EdgeState:
+    runtime: EdgeState = request.app.state.runtime
     return runtime
 
 
@@ -53,7 +52,7 @@ _READ = {name.encode("latin-1"): name for name in (*_READ_NAMES, "tenure-namespa
 
 def header(request: Request, name: str) -> str | None:
     """``request.headers.get(name)`` for the headers the routes read (``name`` in lowercase):
-    all of them found in one pass over the raw headers per request (issue 10), where Starlette
+    all of them found in one pass over the raw headers per request, where Starlette
     walks the list once per lookup. The first of a repeated header, as Starlette's."""
     scope = request.scope
     found: dict[str, str] | None = scope.get(HEADERS_KEY)
@@ -79,11 +78,11 @@ def caller_tenant(
     namespace: str | None,
     sub: str | None,
     cleanup: bool = False,
-    runtime: Runtime | None = None,
+    runtime: EdgeState | None = None,
 ) -> str:
     """The caller's tenant, rate-limited per tenant, and per client address as well for the
     tenants anyone can enter (the anonymous one, and namespaces, which are free to mint).
-    ``cleanup`` calls (renew, release) draw on an allowance of their own (issue 14); a route
+    ``cleanup`` calls (renew, release) draw on an allowance of their own; a route
     that holds the ``runtime`` already passes it."""
     runtime = runtime or runtime_of(request)
     namespace = namespace or header(request, "tenure-namespace")
@@ -101,7 +100,7 @@ def limit_client(request: Request, suffix: str = "") -> None:
     _limit(runtime_of(request), "addr/" + host + suffix, "client address")
 
 
-def _limit(runtime: Runtime, bucket: str, who: str) -> None:
+def _limit(runtime: EdgeState, bucket: str, who: str) -> None:
     wait = runtime.limiter.retry_after(bucket, time.monotonic())
     if wait is not None:
         raise InputError("rate_limited", f"too many requests for this {who}", status=429) from (
@@ -130,7 +129,7 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 async def _receive_body(request: Request, limit: int) -> bytes:
-    """``request.body()`` read from the ASGI messages directly (issue 10: Starlette's stream is
+    """``request.body()`` read from the ASGI messages directly (Starlette's stream is
     an async generator per request), refused as soon as it passes ``limit``; the request keeps
     it, so a later ``request.body()`` or ``stream()`` gives the same bytes."""
     if hasattr(request, "_body"):
@@ -179,7 +178,7 @@ def check_depth(body: bytes) -> None:
     """Refuse JSON nested deeper than MAX_DEPTH arrays/objects before any parser recurses into
     it (every endpoint reads its body through `read_body`, so this is the one place)."""
     if body.count(b"[") + body.count(b"{") <= MAX_DEPTH:
-        return  # it cannot nest deeper than the brackets it opens: most bodies (issue 10)
+        return  # it cannot nest deeper than the brackets it opens: most bodies
     depth = 0
     for bracket in _BRACKETS.findall(_STRINGS.sub(b'""', body)):
         depth += 1 if bracket in (b"[", b"{") else -1
@@ -257,13 +256,23 @@ def _duplicate(error: DuplicateKey) -> InputError:
     return InputError("duplicate_key", message, error.key)
 
 
+_read_flat: Callable[[bytes], dict[str, Any] | None] | None = fastjson.loads_flat
+"""The orjson reader of flat bodies (``api.accel``'s ``orjson``), or None: the decoder only."""
+
+
+def use_orjson(on: bool) -> None:
+    """Switch the orjson reader (process-wide: the app created last sets it)."""
+    global _read_flat
+    _read_flat = fastjson.loads_flat if on else None
+
+
 def refuse_duplicate_keys(body: bytes) -> Any:
     """Refuse a body whose objects repeat a key; a body that is not JSON is left to the parser
     that reports it. Returns the document read (``json.loads``'s value: with no key repeated
     the pairs make the same dicts), or ``UNPARSED`` where it read none."""
     if b'"' not in body:
         return UNPARSED
-    flat = _flat_document(body)
+    flat = _read_flat(body) if _read_flat is not None else None
     if flat is not None:
         return flat
     try:
@@ -272,31 +281,3 @@ def refuse_duplicate_keys(body: bytes) -> Any:
         raise _duplicate(error) from error
     except (ValueError, RecursionError):
         return UNPARSED
-
-
-def _flat_document(body: bytes) -> dict[str, Any] | None:
-    """The document of a body that is one object of strings, integers, booleans and nulls
-    (most lease bodies) with no key repeated, read by orjson (issue 10: a fifth of the decoder
-    with the hook); None for any other body, which that decoder reads.
-
-    For such a body orjson reads what ``json.loads`` reads, but for integers past 64 bits,
-    which it reads as floats: a float sends the body to the decoder, and so does any body
-    orjson refuses (BOMs, UTF-16, NaN, lone surrogates). With no escaped quote, every quote
-    delimits a key or a string value: more strings in the text than in the document is a
-    repeated key (the decoder names it).
-    """
-    if not HAVE_ORJSON or body.count(b"{") != 1 or b"[" in body or b'\\"' in body:
-        return None
-    try:
-        document = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    if type(document) is not dict:
-        return None
-    strings = len(document)  # its keys, then its string values
-    for value in document.values():
-        if type(value) is str:
-            strings += 1
-        elif type(value) is float:
-            return None
-    return document if body.count(b'"') == 2 * strings else None

@@ -3,7 +3,6 @@ and scope endpoints (DESIGN §3.3, §5), plain JSON for the log endpoints (§3.4
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import Request
@@ -13,36 +12,10 @@ from api.requests import BODY_KEY, header
 from api.schemas import InputError
 from ledger.calls import now_ms
 from ledger.entries import iso
-from ledger.provenance import UNPARSED, Issuer, canonical_request
+from ledger.provenance import UNPARSED, Issuer, canonical_request, dumps
 from verify.dataintegrity import JCS_SUITE, SUITES
-from verify.jcs import HAVE_ORJSON, is_plain
-from verify.receipt import SECRET_DATA_FIELDS
-
-if HAVE_ORJSON:
-    import orjson
 
 JSON = "application/json"
-
-
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # what json.dumps makes
-
-
-def dumps(value: Any) -> bytes:
-    """Compact JSON, as ``json.dumps(value, separators=(",", ":"), ensure_ascii=False)`` writes
-    it, with one encoder made once instead of one per answer."""
-    return _ENCODER.encode(value).encode()
-
-
-def dumps_plain(value: Any) -> bytes:
-    """:func:`dumps` of a value made of parts ``verify.jcs.is_plain`` accepted, by orjson where
-    installed: for such values it writes the same compact text, in the same order, ~8× faster
-    (issue 10). What orjson refuses (a lone surrogate, deep nesting) is left to ``json``."""
-    if HAVE_ORJSON:
-        try:
-            return orjson.dumps(value)
-        except orjson.JSONEncodeError:
-            pass
-    return dumps(value)
 
 
 def raw(value: Any, status: int = 200) -> Response:
@@ -61,7 +34,7 @@ def suite_of(request: Request) -> str:
 
 
 def request_path(request: Request) -> str:
-    """``request.url.path`` without building the URL (issue 10): Starlette's URL is the scope's
+    """``request.url.path`` without building the URL: Starlette's URL is the scope's
     path with ``?``, ``#`` and ``\\`` escaped; behind a ``root_path``, the URL itself."""
     scope = request.scope
     if scope.get("root_path"):
@@ -105,19 +78,12 @@ def respond(
     canonical = canonical_request(request.method, request_path(request), body, document)
     entry, names = cited
     now = iso(_now(request))
-    envelope = issuer.envelope(data, canonical, entry, names, now, suite)
-    if envelope is not None:  # written by native code: the bytes of the paths below
-        return answer_response(envelope, status, headers)
-    credential, text = issuer.issue_json(data, canonical, entry, names, now, suite)
-    if text is None:
-        envelope = dumps({"data": data, "_provenance": credential})
-    else:  # the credential's JSON is already made: encoding it again was ~5% of an answer
-        envelope = b'{"data":' + _data_text(data) + b',"_provenance":' + text + b"}"
+    envelope = issuer.encode_answer(data, canonical, entry, names, now, suite)
     return answer_response(envelope, status, headers)
 
 
 class _JSONAnswer(Response):
-    """A Response whose raw headers are made directly (issue 10): those given, then
+    """A Response whose raw headers are made directly: those given, then
     content-length, then content-type, as ``Response.init_headers`` makes them for a JSON body
     under the conditions :func:`answer_response` checks."""
 
@@ -145,14 +111,6 @@ def answer_response(body: bytes, status: int, headers: dict[str, str] | None = N
     ):
         return Response(body, status, headers, media_type=JSON)
     return _JSONAnswer(body, status, headers)
-
-
-def _data_text(data: dict[str, Any]) -> bytes:
-    """The JSON of an answer's ``data`` whose hashed part the issuer found plain (it returned
-    the credential's text): plain as a whole if the secrets it hands the caller are too."""
-    if all(is_plain(data[name]) for name in SECRET_DATA_FIELDS if name in data):
-        return dumps_plain(data)
-    return dumps(data)
 
 
 def error_response(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from api.accel import parse_accel
 from ledger.defaults import DEFAULT_LIFECYCLE_SECONDS, TTL_CEILING_SECONDS
 
 
@@ -36,3 +37,12 @@ class Settings(BaseSettings):
     verify_budget_seconds: float = Field(default=2.0, gt=0)
     access_log: bool = False
     """One line per request on stdout (``tenure serve`` at ``--log-level info`` or lower)."""
+    accel: str = "all"
+    """The accelerations on (``TENURE_ACCEL``): ``all``, ``none`` or a comma-separated list of
+    ``api.accel.ACCELERATIONS``; each writes the same bytes as the reference path."""
+
+    @field_validator("accel")
+    @classmethod
+    def _known_accelerations(cls, value: str) -> str:
+        parse_accel(value)
+        return value

@@ -1,17 +1,12 @@
 """Data Integrity proof creation (vc-di-eddsa v1.0 §3.2.1 / §3.3.1 Create Proof).
 
-Generation and verification are separate modules (STYLE 3): this one signs, with the
-same hashing code the verifier uses (``verify.dataintegrity.hash_data``), so the two
-cannot drift apart. Time is an argument: the caller passes ``created``.
-
-:meth:`Signer.sign_jcs_text` is the issuing hot path (issue 10): the caller hands over the RFC 8785
-bytes of the document it already built, and the proof configuration's bytes are spliced from a
-template made once, by the same ``canonicalize``, per ``@context`` — only ``created`` changes.
-``tests/test_receipt_template.py`` proves both byte-identical to ``hash_data``'s.
-
-Ed25519 signatures (RFC 8032 §5.1.6) are deterministic, so any correct implementation writes the
-same 64 bytes: where the server's extra installed PyNaCl, libsodium signs (~27 µs here against
-OpenSSL's ~41 µs through ``cryptography``); ``tests/test_fast_signing.py`` compares the two.
+Generation and verification are separate modules (STYLE 3): this one signs with the verifier's
+hashing code (``verify.dataintegrity.hash_data``), so the two cannot drift apart; the caller
+passes ``created``. :meth:`Signer.sign_jcs_text` takes the RFC 8785 bytes the caller already
+built and splices the proof configuration's from a template made once per ``@context``
+(``tests/test_receipt_template.py`` proves both equal to ``hash_data``'s). Ed25519 (RFC 8032
+§5.1.6) is deterministic: where PyNaCl is installed libsodium signs, the same 64 bytes as
+OpenSSL's, faster (``tests/test_fast_signing.py``; figures in docs/performance.md).
 """
 
 from __future__ import annotations

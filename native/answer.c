@@ -1,4 +1,4 @@
-/* ledger._native: an answer's envelope and its eddsa-jcs-2022 credential in one call (issue 10).
+/* ledger._native: an answer's envelope and its eddsa-jcs-2022 credential in one call.
  *
  * Answerer.envelope writes the bytes api/responses.respond writes for a plain answer —
  * {"data": ..., "_provenance": credential} — with the credential spliced exactly as

@@ -1,4 +1,4 @@
-/* ledger._native: the Answerer type and encode_sorted (issue 10; see answer.c). Optional: where
+/* ledger._native: the Answerer type and encode_sorted (see answer.c). Optional: where
  * it was not built, ledger/provenance.py writes every answer in Python, byte for byte the same. */
 #include "native.h"
 
@@ -111,7 +111,7 @@ static PyMethodDef module_methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "ledger._native",
-    .m_doc = "tenure's answers in native code (issue 10): the same bytes as the Python path.",
+    .m_doc = "tenure's answers in native code: the same bytes as the Python path.",
     .m_size = -1,
     .m_methods = module_methods,
 };

@@ -1,4 +1,4 @@
-/* tenure's native answer path (issue 10): shared declarations of ledger/_native's sources.
+/* tenure's native answer path: shared declarations of ledger/_native's sources.
  *
  * Nothing here decides what an answer says: it writes, in one pass of C, the same bytes the
  * Python issuer (ledger/provenance.py) and api/responses.py write for a plain answer, and

@@ -149,7 +149,7 @@ def _spy_signing(monkeypatch: pytest.MonkeyPatch, service: LeaseService) -> thre
     pending: list[asyncio.Future[Any]] = []
     early, durable = service.lease_early, service.durable
 
-    def spy(sign: Any) -> Any:  # natively (Issuer.envelope) or in Python (issue_json)
+    def spy(sign: Any) -> Any:  # the one answer writer, natively or in Python
         def signing(self: Issuer, *args: Any) -> Any:
             signed.set()
             return sign(self, *args)
@@ -166,8 +166,7 @@ def _spy_signing(monkeypatch: pytest.MonkeyPatch, service: LeaseService) -> thre
             waiting.set()
         return await durable(future)
 
-    monkeypatch.setattr(Issuer, "envelope", spy(Issuer.envelope))
-    monkeypatch.setattr(Issuer, "issue_json", spy(Issuer.issue_json))
+    monkeypatch.setattr(Issuer, "encode_answer", spy(Issuer.encode_answer))
     monkeypatch.setattr(service, "lease_early", answering)
     monkeypatch.setattr(service, "durable", awaiting)
     return waiting

@@ -1,15 +1,14 @@
-"""orjson writes the answers' JSON and must write exactly the bytes ``json`` wrote.
-
-``verify.jcs.encode_sorted`` (the RFC 8785 fast path, sorted keys) and ``api.responses.dumps_plain``
-(the envelope's ``data``, insertion order) use orjson where the server's extra installed it; for
-every value ``verify.jcs.is_plain`` accepts, their bytes must equal the ``json`` module's, and
-what orjson refuses must be answered as ``json`` answered it.
+"""orjson reads flat request bodies (``api.accel.fastjson``) and must read what the reference
+decoder reads; the offline verifier's RFC 8785 fast path (the ``json`` module) must write what
+``rfc8785`` writes; and ``verify/`` must not know orjson at all.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from api import requests
+from api.accel import fastjson
 from api.refusals import InputError
-from api.responses import answer_response, dumps, dumps_plain
+from api.responses import answer_response
 from verify import jcs
 from verify.errors import MalformedInput
 
@@ -42,13 +42,28 @@ _json = st.recursive(
 
 
 def test_the_server_extra_brings_orjson() -> None:
-    """Without it the fast paths below would compare ``json`` with itself."""
-    assert jcs.HAVE_ORJSON
+    """Without it the comparisons below would compare the decoder with itself."""
+    assert fastjson.HAVE_ORJSON
+
+
+def test_the_verifier_imports_no_orjson() -> None:
+    """A server speed flag has no place in the offline verifier (its own modules; a library it
+    uses may still try orjson)."""
+    verify = Path(__file__).resolve().parent.parent / "verify"
+    for source in sorted(verify.rglob("*.py")):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            assert not any(n.split(".")[0] == "orjson" for n in names), source
 
 
 @settings(max_examples=600, deadline=None)
 @given(_json)
-def test_sorted_bytes_equal_the_json_modules_for_every_plain_value(value: Any) -> None:
+def test_sorted_bytes_equal_rfc8785_for_every_plain_value(value: Any) -> None:
     if not jcs.is_plain(value):
         return
     try:
@@ -59,48 +74,17 @@ def test_sorted_bytes_equal_the_json_modules_for_every_plain_value(value: Any) -
         with pytest.raises(MalformedInput):
             jcs.canonicalize(value)
         return
-    assert jcs.encode_sorted(value) == expected
     assert jcs.encode_plain(value) == expected
     assert jcs.canonicalize(value) == expected == rfc8785.dumps(value)
 
 
-@settings(max_examples=600, deadline=None)
-@given(_json)
-def test_the_envelope_data_text_equals_the_json_modules(value: Any) -> None:
-    if not jcs.is_plain(value):
-        return
-    try:
-        expected = dumps(value)
-    except UnicodeEncodeError:
-        with pytest.raises(UnicodeEncodeError):
-            dumps_plain(value)
-        return
-    assert dumps_plain(value) == expected
-
-
-def test_what_orjson_refuses_is_answered_as_before() -> None:
+def test_deep_nesting_takes_the_fast_path() -> None:
     deep: Any = "x"
-    for _ in range(300):  # past orjson's 255 levels, well within json's
+    for _ in range(300):
         deep = {"k": [deep]}
-    assert jcs.encode_sorted(deep) == jcs.encode_json(deep) == rfc8785.dumps(deep)
-    assert dumps_plain(deep) == dumps(deep)
+    assert jcs.canonicalize(deep) == jcs.encode_json(deep) == rfc8785.dumps(deep)
     with pytest.raises(MalformedInput):
         jcs.encode_plain({"a": "\ud800"})
-    with pytest.raises(UnicodeEncodeError):
-        dumps_plain({"a": ["\udfff"]})
-
-
-@pytest.mark.parametrize(
-    "value",
-    [
-        {"b": '\x00\x1f\x7f\u2028\u2029"\\/\b\f\n\r\t', "a": [True, False, None]},
-        {"z": 2**53 - 1, "y": -(2**53) + 1, "x": 0, "\ue000": {}, "": []},
-        {"\U0001f600": "\U0001f600", "é": 1},
-    ],
-)
-def test_known_edges(value: dict[str, Any]) -> None:
-    assert jcs.encode_sorted(value) == jcs.encode_json(value)
-    assert dumps_plain(value) == dumps(value)
 
 
 def _read(read: Any, body: bytes) -> tuple[str, Any]:
@@ -130,6 +114,36 @@ def test_the_decoder_made_once_reads_as_json_loads_with_the_hook(body: bytes) ->
     """One decoder for every body reads what json.loads read and refuses alike."""
     expected = _read(lambda b: json.loads(b, object_pairs_hook=requests._unique), body)
     assert _read(requests.loads_unique, body) == expected
+
+
+_flat = st.dictionaries(
+    _text, st.none() | st.booleans() | st.integers(-(2**70), 2**70) | _text, max_size=6
+).map(lambda value: json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
+@settings(max_examples=600, deadline=None)
+@given(_bodies | _flat | _flat.map(lambda body: body.replace(b"}", b',"a":1,"a":2}')))
+def test_the_orjson_reader_reads_what_the_decoder_reads_or_declines(body: bytes) -> None:
+    """Where loads_flat answers, its document is the reference decoder's, key order included;
+    and the body is refused, or read, alike with the orjson reader on and off."""
+    flat = fastjson.loads_flat(body)
+    if flat is not None:
+        reference = requests.loads_unique(body)
+        assert flat == reference and list(flat) == list(reference)
+    outcomes = []
+    for on in (True, False):
+        requests.use_orjson(on)
+        try:
+            outcomes.append(_read(requests.refuse_duplicate_keys, body))
+        finally:
+            requests.use_orjson(True)
+    assert outcomes[0] == outcomes[1]
+
+
+def test_the_orjson_reader_reads_a_typical_lease_body() -> None:
+    body = b'{"resource":"job-7","holder":"w","ttlSeconds":30,"wait":false,"x":null}'
+    assert fastjson.loads_flat(body) == json.loads(body)
+    assert fastjson.loads_flat(b'{"a":"1","a":"2"}') is None  # a repeated key: the decoder
 
 
 async def _sent(response: Response) -> list[dict[str, Any]]:

@@ -1,9 +1,9 @@
-"""The plain-ASGI lease routes (api/lease_fast.py) answer as the FastAPI routes did.
+"""The hot route (api/accel/hot_route.py) answers the lease routes as the FastAPI routes do.
 
-Each request below goes to two apps on one fixed clock: the default one, whose ``LeaseFront``
-answers the lease routes in front of FastAPI, and the same app without it, so FastAPI's own routes
-(behind its middleware) answer. Status, ``Retry-After`` and ``data`` must agree (less the values
-each ledger draws at random), and every answer's receipt must verify.
+Each request below goes to two apps on one fixed clock: the default one, whose ``HotRoute``
+middleware answers the lease routes, and one with ``TENURE_ACCEL`` leaving it out, so FastAPI's
+own routes (behind its middleware) answer. Status, ``Retry-After`` and ``data`` must agree (less
+the values each ledger draws at random), and every answer's receipt must verify.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
+from starlette.middleware import Middleware
 
+from api.accel import ACCELERATIONS
+from api.accel.hot_route import HotRoute, lease_op_of
 from api.app import create_app
-from api.lease_fast import lease_op_of
 from api.logs import AccessLog
 from api.responses import request_path
 from api.settings import Settings
@@ -30,12 +32,18 @@ T0 = 1_800_000_000_000
 RANDOM = frozenset({"ownerToken", "leaseId", "ledger", "witnesses", "backoff"})  # drawn per app
 
 
-def make_app(root: Path, fast: bool) -> FastAPI:
-    settings = Settings(data_dir=root / "data", keys_dir=root / "keys", sweep_interval=60)
-    app = create_app(settings, lambda: T0)
-    if not fast:
-        app.lease_front = None
-    return app
+WITHOUT = ",".join(name for name in ACCELERATIONS if name != "hot-route")
+
+
+def make_app(root: Path, fast: bool, access_log: bool = False) -> FastAPI:
+    settings = Settings(
+        data_dir=root / "data",
+        keys_dir=root / "keys",
+        sweep_interval=60,
+        access_log=access_log,
+        accel="all" if fast else WITHOUT,
+    )
+    return create_app(settings, lambda: T0)
 
 
 @pytest.fixture
@@ -145,22 +153,29 @@ def test_the_signed_path_is_starlettes_url_path(path: str) -> None:
     assert request_path(request) == request.url.path
 
 
-def test_the_lease_routes_are_answered_in_front_of_the_middleware(tmp_path: Path) -> None:
-    """Fails where a lease request still goes through FastAPI's middleware stack."""
+def test_the_lease_routes_are_answered_in_front_of_the_other_middleware(tmp_path: Path) -> None:
+    """Fails where a lease request still reaches the request metrics or exception middleware:
+    every middleware the app added but the hot route is replaced by one that refuses."""
     app = make_app(tmp_path, True)
 
-    def no_stack() -> Any:
+    def refusing(inner: Any) -> Any:
         async def refuse(scope: Any, receive: Any, send: Any) -> None:
-            assert scope["type"] == "lifespan", f"{scope['path']} went through the stack"
-            await app.router(scope, receive, send)
+            assert scope["type"] == "lifespan", f"{scope['path']} went past the hot route"
+            await inner(scope, receive, send)
 
         return refuse
 
-    app.build_middleware_stack = no_stack  # type: ignore[method-assign]
+    app.user_middleware = [m for m in app.user_middleware if m.cls is HotRoute]
+    app.user_middleware.append(Middleware(refusing))
     with TestClient(app) as client:
         body = {"resource": rid(), "holder": "a"}
         assert client.post("/api/v1/lease/acquire", json=body).status_code == 201
         assert client.post("/api/v1/lease", json={"op": "get", **body}).status_code == 200
+
+
+def test_without_the_switch_the_app_has_no_hot_route(tmp_path: Path) -> None:
+    assert any(m.cls is HotRoute for m in make_app(tmp_path / "a", True).user_middleware)
+    assert not any(m.cls is HotRoute for m in make_app(tmp_path / "b", False).user_middleware)
 
 
 @pytest.mark.parametrize("fast", [True, False])
@@ -169,10 +184,7 @@ def test_a_crash_is_raised_counted_and_logged_as_the_middleware_did(
 ) -> None:
     """The server sees the exception (it logs it), the client a signed 500, the metrics a 5xx
     of the route template and the access log a 500 line — with and without the front."""
-    settings = Settings(data_dir=tmp_path / "data", keys_dir=tmp_path / "keys", access_log=True)
-    app = create_app(settings, lambda: T0)
-    if not fast:
-        app.lease_front = None
+    app = make_app(tmp_path, fast, access_log=True)
     lines: list[tuple[str, int]] = []
     monkeypatch.setattr(
         AccessLog, "request", lambda log, scope, status: lines.append((scope["path"], status))

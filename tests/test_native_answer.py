@@ -1,8 +1,8 @@
 """The native answer path (``native/`` built as ``ledger._native``) writes the bytes the
 Python path writes, or declines.
 
-``Issuer.envelope`` returns an answer's whole JSON from C, or None where the Python path must
-write it (``Issuer.issue_json`` and ``api.responses``' envelope). Ed25519 is deterministic, so
+``Issuer.native_answer`` returns an answer's whole JSON from C, or None where the reference writer
+(``Issuer(signer, native=False).encode_answer``) must write it. Ed25519 is deterministic, so
 equal bytes mean an equal credential, signature included: for any answer, plain or not, the
 native bytes must equal the Python path's, and for a plain answer native code must not decline.
 The strategies are ``tests/test_receipt_template.py``'s (floats, integers past 2**53, non-BMP
@@ -23,7 +23,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.responses import _data_text, dumps
 from ledger import _native
 from ledger.ops import Op
 from ledger.provenance import (
@@ -54,11 +53,9 @@ REQUEST = canonical_request("POST", "/api/v1/lease/acquire", b'{"resource":"r","
 def python_envelope(
     issuer: Issuer, data: dict[str, Any], entry: bytes | None, names: Any, now: str
 ) -> bytes:
-    """What ``api.responses.respond`` writes when native code declines."""
-    credential, text = issuer.issue_json(data, REQUEST, entry, names, now, JCS_SUITE)
-    if text is None:
-        return dumps({"data": data, "_provenance": credential})
-    return b'{"data":' + _data_text(data) + b',"_provenance":' + text + b"}"
+    """What the reference writer writes: ``issuer``'s key, the accelerator off."""
+    reference = Issuer(issuer.signer, native=False)
+    return reference.encode_answer(data, REQUEST, entry, names, now, JCS_SUITE)
 
 
 def plain_answer(data: dict[str, Any], names: Any) -> bool:
@@ -79,13 +76,26 @@ def test_native_envelopes_equal_the_python_path_byte_for_byte(
     try:
         expected = python_envelope(issuer, data, entry, names, now)
     except VerificationError:  # the Python path refuses it (a lone surrogate): so must native
-        assert issuer.envelope(data, REQUEST, entry, names, now, JCS_SUITE) is None
+        assert issuer.native_answer(data, REQUEST, entry, names, now, JCS_SUITE) is None
         return
-    made = issuer.envelope(data, REQUEST, entry, names, now, JCS_SUITE)
+    made = issuer.native_answer(data, REQUEST, entry, names, now, JCS_SUITE)
     if plain_answer(data, names):
         assert made == expected
     else:
         assert made is None or made == expected
+    assert issuer.encode_answer(data, REQUEST, entry, names, now, JCS_SUITE) == expected
+
+
+def test_the_reference_writer_writes_the_credential_it_issues() -> None:
+    """With the accelerator off, the answer is ``data`` and ``Issuer.issue``'s credential."""
+    data = {"op": "get", "status": "pass", "ledger": {"treeSize": 1, "rootHash": "r"}}
+    now, reference = "2026-12-02T10:00:00.123Z", Issuer(SIGNER, native=False)
+    assert reference.native_answer(data, REQUEST, None, None, now, JCS_SUITE) is None
+    answer = json.loads(reference.encode_answer(data, REQUEST, None, None, now, JCS_SUITE))
+    assert answer == {
+        "data": data,
+        "_provenance": reference.issue(data, REQUEST, None, None, now, JCS_SUITE),
+    }
 
 
 ENTRY = b'{"v":1}'
@@ -107,7 +117,7 @@ def test_a_typical_grant_is_written_natively_and_verifies() -> None:
     }
     names = {"resource": "p1", "holder": "p2"}
     issuer, now = Issuer(SIGNER), "2026-12-02T10:00:00.123Z"
-    made = issuer.envelope(data, REQUEST, ENTRY, names, now, JCS_SUITE)
+    made = issuer.native_answer(data, REQUEST, ENTRY, names, now, JCS_SUITE)
     assert made is not None
     assert made == python_envelope(issuer, data, ENTRY, names, now)
     answer = json.loads(made)
@@ -118,15 +128,15 @@ def test_a_typical_grant_is_written_natively_and_verifies() -> None:
 def test_native_code_declines_the_rdfc_suite() -> None:
     data = {"status": "pass", "ledger": {"treeSize": 1, "rootHash": "r"}}
     now = "2026-12-02T10:00:00.123Z"
-    assert Issuer(SIGNER).envelope(data, REQUEST, None, None, now, RDFC_SUITE) is None
+    assert Issuer(SIGNER).native_answer(data, REQUEST, None, None, now, RDFC_SUITE) is None
 
 
 def test_a_new_signing_key_signs_the_next_native_answer() -> None:
     issuer, now = Issuer(SIGNER), "2026-12-02T10:00:00.123Z"
     data = {"status": "pass", "ledger": {"treeSize": 1, "rootHash": "r"}}
-    before = issuer.envelope(data, REQUEST, None, None, now, JCS_SUITE)
+    before = issuer.native_answer(data, REQUEST, None, None, now, JCS_SUITE)
     issuer.signer = Signer(Ed25519PrivateKey.from_private_bytes(bytes(32)))
-    after = issuer.envelope(data, REQUEST, None, None, now, JCS_SUITE)
+    after = issuer.native_answer(data, REQUEST, None, None, now, JCS_SUITE)
     assert after is not None and after != before
     assert after == python_envelope(issuer, data, None, None, now)
     assert json.loads(after)["_provenance"]["issuer"] == issuer.signer.did

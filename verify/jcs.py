@@ -1,29 +1,13 @@
-"""RFC 8785 JSON Canonicalization Scheme (JCS), with a fast path.
+"""RFC 8785 JSON Canonicalization Scheme (JCS), with a fast path (``rfc8785.dumps`` is correct
+but pure Python). For exact ``dict``/``list``/``str``/``int``/``bool``/``None`` the C ``json``
+encoder writes the same bytes, because:
 
-``rfc8785.dumps`` is correct but pure Python (~75 µs for a 1.5 KB receipt), which
-alone would spend the server's whole signing budget. For the JSON the server emits
-— exact ``dict``/``list``/``str``/``int``/``bool``/``None`` — the C ``json`` encoder
-produces the same bytes, because:
-
-- RFC 8785 §3.2.2.2 string escaping is ECMAScript ``JSON.stringify``'s: ``\\"`` and
-  ``\\\\``, the short escapes ``\\b \\f \\n \\r \\t``, other C0 controls as lowercase
-  ``\\u00xx``, everything else literal. ``json.dumps(ensure_ascii=False)`` escapes
-  exactly that set, the same way (``json.encoder.ESCAPE_DCT``). Lone surrogates are
-  refused by both (UTF-8 encoding fails).
-- RFC 8785 §3.2.3 sorts object keys by UTF-16 code units; ``sort_keys`` sorts by code
-  points. The two orders agree unless a key holds a non-BMP character, so such
-  documents take the reference path.
-- RFC 8785 §3.2.2.3 prints numbers as ECMAScript does: integers within ±(2**53 − 1)
-  print as Python does; anything else (floats, larger integers) takes the reference
-  path, which formats floats per ECMA-262 and refuses unsafe integers.
-
-Where orjson is installed (the server's extra), it writes those bytes instead of the
-``json`` module, ~8× faster (issue 10): for a plain value its output is the same — the same
-escapes, keys sorted by code points (UTF-8 byte order), integers printed alike. Anything it
-refuses (a lone surrogate, nesting past its 255 levels) goes to the ``json`` encoder, which
-answers as it always did.
-
-``tests/test_dataintegrity.py`` checks both encoders against ``rfc8785.dumps`` with hypothesis.
+- §3.2.2.2 string escaping is ``JSON.stringify``'s, the set ``json.dumps(ensure_ascii=False)``
+  escapes the same way; lone surrogates are refused by both (UTF-8 encoding fails).
+- §3.2.3 sorts keys by UTF-16 code units, ``sort_keys`` by code points: they agree unless a key
+  holds a non-BMP character, so such documents take the reference path.
+- §3.2.2.3 numbers: integers within ±(2**53 − 1) print alike; floats and larger integers take the
+  reference path. ``tests/test_dataintegrity.py`` checks the fast path with hypothesis.
 """
 
 from __future__ import annotations
@@ -34,13 +18,6 @@ from typing import Any
 import rfc8785
 
 from verify.errors import MalformedInput
-
-try:  # the server's extra; the offline verifier's base install has the json module only
-    import orjson
-
-    HAVE_ORJSON = True
-except ImportError:  # pragma: no cover - exercised where orjson is absent
-    HAVE_ORJSON = False
 
 MAX_SAFE_INTEGER = 2**53 - 1  # RFC 8785 §3.2.2.3, I-JSON (RFC 7493 §2.2)
 _BMP_MAX = "\uffff"
@@ -63,7 +40,7 @@ def canonicalize(value: Any) -> bytes:
         plain = False
     try:
         if plain:
-            return encode_sorted(value)
+            return encode_json(value)
         return rfc8785.dumps(value)
     except (UnicodeEncodeError, rfc8785.CanonicalizationError) as e:
         raise MalformedInput(f"not canonicalizable as RFC 8785 JSON: {e}") from e
@@ -88,25 +65,15 @@ def encode_plain(value: Any) -> bytes:
     """The RFC 8785 bytes of a value :func:`is_plain` accepted (of parts it accepted, joined
     under ASCII keys); for any other value the bytes may not be canonical: use canonicalize."""
     try:
-        return encode_sorted(value)
+        return encode_json(value)
     except UnicodeEncodeError as e:  # a lone surrogate, as canonicalize refuses it
         raise MalformedInput(f"not canonicalizable as RFC 8785 JSON: {e}") from e
 
 
 def encode_json(value: Any) -> bytes:
     """The ``json`` module's sorted, compact UTF-8 text of ``value`` (UnicodeEncodeError for a
-    lone surrogate): the fast path's bytes without orjson."""
+    lone surrogate): the fast path's bytes."""
     return _ENCODER.encode(value).encode("utf-8")
-
-
-def encode_sorted(value: Any) -> bytes:
-    """:func:`encode_json`'s bytes, by orjson where installed (see module doc)."""
-    if HAVE_ORJSON:
-        try:
-            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        except orjson.JSONEncodeError:
-            pass  # a lone surrogate or deep nesting: json says what it always said
-    return encode_json(value)
 
 
 _LEAVES = frozenset({str, bool, type(None)})

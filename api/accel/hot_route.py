@@ -1,24 +1,13 @@
-"""The hot lease routes as plain ASGI, in front of FastAPI and its middleware (issue 10).
+"""The hot route: ASGI middleware that answers the two lease routes before FastAPI routes them.
 
 ``POST /api/v1/lease`` and ``POST /api/v1/lease/{op}`` are most of a server's traffic, and their
-handler reads its own body and validates it itself (``api.lease_routes.lease_answer``): FastAPI's
-routing, dependency solving and its exception and exit-stack middleware add nothing to them but
-~10% of the instructions per event (measured with bench/lease_profile.py), and the layers in front
-of those (Starlette's ServerErrorMiddleware, FastAPI's telemetry and body-limit middleware, the
-request metrics) another few per cent. ``api.app.TenureAPI`` hands these two routes to
-:class:`LeaseFront` before any of them, and it keeps what each layer guarantees:
-
-- refusals are answered by the app's own exception handlers (so every refusal has the same shape);
-- an exception no handler claims is answered by the app's ``Exception`` handler (a signed 500,
-  logged) if nothing was sent yet, and raised again for the server to log, as
-  ServerErrorMiddleware does;
-- every request is timed and counted and written to the access log (``done``), as
-  ``api.metrics.RequestMetrics`` does for the others, with the status it answered (500 if none);
-- there is no body limit of FastAPI's to keep (tenure sets none: ``read_body`` applies its own),
-  and no telemetry (tenure turns it off).
-
-Everything else — other methods, other paths, a request behind a ``root_path`` — goes through
-FastAPI, whose two lease routes answer it and document these in the OpenAPI.
+handler reads and validates its own body (``api.lease_routes.lease_answer``): FastAPI's routing,
+dependency solving, the request metrics middleware and its exception middleware add nothing to
+them but instructions. Added outermost among the app's middleware, this answers them with the
+app's own exception handlers (the same refusals), counts and logs them as the metrics middleware
+does (``done``), and leaves a crash to Starlette's ServerErrorMiddleware in front of it (a signed
+500, then raised for the server to log). Anything else goes on to FastAPI, whose two lease routes
+answer it the same way and document them in the OpenAPI.
 """
 
 from __future__ import annotations
@@ -27,14 +16,15 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Request
 from fastapi.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 LEASE_PATH = "/api/v1/lease"
 ROUTE_KEY = "tenure.route"
 """The scope key naming the route template this middleware answered (it bypasses the router)."""
 _PREFIX = LEASE_PATH + "/"
+_OP_ROUTE = _PREFIX + "{op}"
 
 Handler = Callable[[Request, str | None], Awaitable[Response]]
 ErrorHandler = Callable[[Request, Exception], Awaitable[Response]]
@@ -60,47 +50,35 @@ def lease_op_of(scope: Scope) -> tuple[bool, str | None]:
     return False, None
 
 
-class LeaseFront:
-    """Answers the lease routes with ``handler``, the layers in front of it folded in (see
-    module doc): ``owner``'s exception handlers, the server-error answer, and ``done``."""
+class HotRoute:
+    """Answers the lease routes with ``handler``; ``errors`` are the app's exception handlers
+    (its ``exception_handlers``, read at each refusal) and ``done`` times and counts."""
 
-    def __init__(self, handler: Handler, owner: FastAPI, done: Done) -> None:
-        self.handler = handler
-        self.owner = owner  # whose exception handlers answer refusals and crashes
-        self.done = done
+    def __init__(
+        self, app: ASGIApp, handler: Handler, errors: Mapping[Any, Any], done: Done
+    ) -> None:
+        self.app, self.handler, self.errors, self.done = app, handler, errors, done
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send, op: str | None) -> None:
-        """Answer one request that :func:`lease_op_of` found to be a lease route's (``op``)."""
-        scope[ROUTE_KEY] = LEASE_PATH if op is None else _PREFIX + "{op}"  # for the metrics
-        began, status, sending = time.perf_counter(), 500, False
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        hot, op = lease_op_of(scope)
+        if not hot:
+            await self.app(scope, receive, send)
+            return
+        scope[ROUTE_KEY] = LEASE_PATH if op is None else _OP_ROUTE  # for the metrics
+        began, status = time.perf_counter(), 500
         try:
+            request = Request(scope, receive)
             try:
-                response = await self._answer(Request(scope, receive), op)
-                status, sending = response.status_code, True  # its first message is the start
-                await response(scope, receive, send)
-            finally:
-                self.done(scope, status, time.perf_counter() - began)
-        except Exception as error:
-            if not sending:
-                crashed = await self._crash_handler()(Request(scope), error)
-                await crashed(scope, receive, send)
-            raise  # as ServerErrorMiddleware does: the server logs it
-
-    async def _answer(self, request: Request, op: str | None) -> Response:
-        try:
-            return await self.handler(request, op)
-        except Exception as error:
-            answer = _handler_for(self.owner.exception_handlers, error)
-            if answer is None:
-                raise
-            return await answer(request, error)
-
-    def _crash_handler(self) -> ErrorHandler:
-        handlers: Mapping[Any, Any] = self.owner.exception_handlers
-        crashed: ErrorHandler | None = handlers.get(Exception)
-        if crashed is None:
-            raise RuntimeError("the app has no Exception handler for the lease routes")
-        return crashed
+                response = await self.handler(request, op)
+            except Exception as error:
+                answer = _handler_for(self.errors, error)
+                if answer is None:
+                    raise  # ServerErrorMiddleware answers and raises it again
+                response = await answer(request, error)
+            status = response.status_code
+            await response(scope, receive, send)
+        finally:
+            self.done(scope, status, time.perf_counter() - began)
 
 
 def _handler_for(handlers: Mapping[Any, Any], error: Exception) -> ErrorHandler | None:
