@@ -10,13 +10,19 @@ these routes (their answers are not JSON), so they stay out of the document.
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
+import base64
+from typing import Annotated
+
+from fastapi import FastAPI, Path, Request
 from fastapi.responses import Response
 
-from api.log_routes import LIMITED, core_of
-from api.refusals import InputError
-from ledger.log import LogReader
+from api.log_routes import LIMITED, core_of, out_of_range
+from api.refusals import MAX_SAFE_INTEGER, InputError
+from ledger.log import LogReader, OutOfRange
 from ledger.tiles import BadTilePath, NoSuchTile, parse_tile_path
+from verify.tlog_proof import format_proof
+
+Index = Annotated[int, Path(ge=0, le=MAX_SAFE_INTEGER)]
 
 FULL_TILE_CACHE = "public, max-age=31536000, immutable"
 PARTIAL_TILE_CACHE = "public, max-age=5"
@@ -47,3 +53,20 @@ def tile_routes(app: FastAPI) -> None:
             raise InputError("not_found", str(error), "path", status=404) from error
         cache = FULL_TILE_CACHE if wanted.full else PARTIAL_TILE_CACHE
         return Response(data, 200, {"Cache-Control": cache}, media_type=TILE_TYPE)
+
+    @app.get("/api/v1/log/tlog-proof/{index}", dependencies=LIMITED, include_in_schema=False)
+    async def tlog_proof(request: Request, index: Index) -> Response:
+        """Entry `index` as a C2SP tlog-proof: the entry in `extra`, its audit path and the
+        latest signed checkpoint."""
+        signed = await core_of(request).checkpoint_covering()
+        log: LogReader = request.app.state.log
+        try:
+            proof = log.inclusion(index, signed.tree_size)
+        except OutOfRange as error:
+            raise out_of_range(error) from error
+        entry = log.entry(index)
+        if entry is None:  # the durable tree covers it, so this is a storage fault
+            raise RuntimeError(f"entry {index} is inside the tree but not stored")
+        hashes = [base64.b64decode(h) for h in proof["hashes"]]
+        text = format_proof(index, hashes, signed.note, entry)
+        return Response(text.encode(), 200, media_type=NOTE_TYPE)

@@ -1,7 +1,8 @@
 """An independent tile reader — Go's golang.org/x/mod/sumdb/tlog (tests/interop/tlog/main.go) —
 verifies a live `tenure serve` from its C2SP tiles over a real socket, and the static copy
 `tenure export --tiles` writes: the checkpoint's signature, the inclusion of every entry of the
-entry bundles, and the consistency of an older checkpoint; a tampered copy fails."""
+entry bundles, and the consistency of an older checkpoint; a tampered copy fails. It checks a
+receipt's entry from its c2sp.org/tlog-proof as well."""
 
 from __future__ import annotations
 
@@ -129,3 +130,20 @@ def test_a_different_old_root_is_not_consistent(log: dict[str, Any]) -> None:
     assert root != forged
     _, err, code = go_check(log, log["server"].url, old=(size, forged))
     assert code == 1 and f"consistency {size} ->" in err
+
+
+def test_go_verifies_a_receipts_tlog_proof(log: dict[str, Any], tmp_path: Path) -> None:
+    api = log["api"]
+    answer = lease(api, "acquire", resource=rid(), holder="w").json()["data"]["ledger"]
+    size = checkpoint_of(api.get("/checkpoint").text)[0]
+    proofs = {i: api.get(f"/api/v1/log/tlog-proof/{i}").text for i in (0, answer["logIndex"])}
+    for index, text in proofs.items():
+        (tmp_path / f"{index}.tlog-proof").write_text(text)
+        done = tlog_go.check_proof(log["checker"], tmp_path / f"{index}.tlog-proof", log["vkey"])
+        assert done.returncode == 0, done.stderr
+        assert f"proof: entry {index} of " in done.stdout and f" {size} verified" in done.stdout
+    lines = proofs[0].split("\n")  # entry 0's proof with another entry in its extra line
+    lines[1] = proofs[answer["logIndex"]].split("\n")[1]
+    (tmp_path / "swapped.tlog-proof").write_text("\n".join(lines))
+    done = tlog_go.check_proof(log["checker"], tmp_path / "swapped.tlog-proof", log["vkey"])
+    assert done.returncode == 1 and "proof: entry 0:" in done.stderr

@@ -51,6 +51,12 @@ def check(
     return subprocess.run([*command, base], capture_output=True, text=True, timeout=120)
 
 
+def check_proof(binary: Path, proof: Path, vkey: str) -> subprocess.CompletedProcess[str]:
+    """Run the checker on a c2sp.org/tlog-proof file."""
+    command = [str(binary), "-vkey", vkey, "-proof", str(proof)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
 def _go_env() -> dict[str, str]:
     return os.environ | {
         "GO111MODULE": "off",

@@ -7,6 +7,9 @@
 //
 // Usage: tlogcheck [-vkey VKEY] [-old SIZE:BASE64ROOT] BASE
 // BASE is a URL (http://host:port) or a folder written by tenure export --tiles.
+//
+// With -proof FILE it checks a c2sp.org/tlog-proof instead: the checkpoint's
+// signature (-vkey) and the inclusion of the entry its extra line carries.
 package main
 
 import (
@@ -30,7 +33,14 @@ const height = 8
 func main() {
 	vkey := flag.String("vkey", "", "the log's verifier key (signed-note vkey)")
 	old := flag.String("old", "", "an older checkpoint as SIZE:BASE64ROOT to prove consistent")
+	proof := flag.String("proof", "", "a c2sp.org/tlog-proof file to check instead")
 	flag.Parse()
+	if *proof != "" {
+		if err := checkProof(*proof, *vkey); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if flag.NArg() != 1 {
 		fail(errors.New("usage: tlogcheck [-vkey VKEY] [-old SIZE:ROOT] BASE"))
 	}
@@ -92,6 +102,10 @@ func readCheckpoint(r *reader, vkey string) (string, tlog.Tree, error) {
 	if err != nil {
 		return "", tlog.Tree{}, err
 	}
+	return openCheckpoint(data, vkey)
+}
+
+func openCheckpoint(data []byte, vkey string) (string, tlog.Tree, error) {
 	text := string(data)
 	if vkey != "" {
 		verifier, err := note.NewVerifier(vkey)
@@ -240,4 +254,46 @@ func (r *reader) fetch(path string) ([]byte, error) {
 		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	return io.ReadAll(resp.Body)
+}
+
+// checkProof verifies a c2sp.org/tlog-proof whose extra line is the entry.
+func checkProof(file, vkey string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	head, checkpoint, found := strings.Cut(string(data), "\n\n")
+	lines := strings.Split(head, "\n")
+	if !found || lines[0] != "c2sp.org/tlog-proof@v1" || len(lines) < 3 {
+		return errors.New("proof: not a c2sp.org/tlog-proof@v1")
+	}
+	extra := strings.TrimPrefix(lines[1], "extra ")
+	if extra == lines[1] {
+		return errors.New("proof: no extra line holding the entry")
+	}
+	entry, err := base64.StdEncoding.DecodeString(extra)
+	if err != nil {
+		return fmt.Errorf("proof: extra: %v", err)
+	}
+	index, err := strconv.ParseInt(strings.TrimPrefix(lines[2], "index "), 10, 64)
+	if !strings.HasPrefix(lines[2], "index ") || err != nil {
+		return fmt.Errorf("proof: bad index line %q", lines[2])
+	}
+	var path tlog.RecordProof
+	for _, line := range lines[3:] {
+		h, err := parseHash(line)
+		if err != nil {
+			return fmt.Errorf("proof: %v", err)
+		}
+		path = append(path, h)
+	}
+	origin, tree, err := openCheckpoint([]byte(checkpoint), vkey)
+	if err != nil {
+		return err
+	}
+	if err := tlog.CheckRecord(path, tree.N, tree.Hash, index, tlog.RecordHash(entry)); err != nil {
+		return fmt.Errorf("proof: entry %d: %v", index, err)
+	}
+	fmt.Printf("proof: entry %d of %s %d verified\n", index, origin, tree.N)
+	return nil
 }
