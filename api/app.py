@@ -43,6 +43,7 @@ from api.schemas import InputError
 from api.scope_routes import scope_routes
 from api.settings import Settings
 from api.tenancy import RateLimiter, Tenancy
+from api.tile_routes import tile_routes
 from api.verifying import BoundedVerifier
 from ledger.calls import Limits, StorageUnavailable, now_ms
 from ledger.log import LogReader
@@ -138,6 +139,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     scope_routes(app, settings)
     _routes(app, settings)
     log_routes(app)
+    tile_routes(app)
     bundle_routes(app, settings)
     explorer_routes(app)
     mcp_sessions = mount_mcp(app, settings)
