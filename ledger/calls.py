@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
+import secrets
 import time
 from base64 import urlsafe_b64encode
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ledger.leases import Outcome
@@ -91,6 +93,26 @@ class Answer:
     replay_owner_token: str | None = None
     """A replayed grant whose lease is still live: its derived owner token, which the edge
     returns only if the requestId carries 128 random bits (docs/decisions/0007)."""
+
+
+@dataclass(slots=True, eq=False)  # two waiters are never the same one, whatever they ask
+class Waiter:
+    """Rule 9's waiter as the process holding its caller sees it: the call and the future its
+    caller awaits. The queue itself is the storage's ``waiters`` table (``ledger/waits.py``)."""
+
+    call: LeaseCall
+    future: asyncio.Future[Answer]
+    waiter_id: str = field(default_factory=lambda: secrets.token_hex(16))
+    """128 random bits: names the row, and derives the owner token of a grant (0007)."""
+    granted: Answer | None = None
+    """Set by this process's writer when its transaction grants the waiter (before commit)."""
+    refused: KeyRevoked | None = None
+    """Set instead when its API key was revoked before a slot came: it is answered 401."""
+
+    @property
+    def abandoned(self) -> bool:
+        """The caller is gone (cancelled): grant it no slot."""
+        return self.future.cancelled()
 
 
 class StorageUnavailable(Exception):

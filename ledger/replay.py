@@ -9,33 +9,31 @@ while it does. Every other replay is the first answer as it was.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ledger import leases
 from ledger.answers import GRANTING
+from ledger.batch import Batch
 from ledger.calls import Answer, LeaseCall, owner_digest
 from ledger.leases import Decision, Outcome, Resource
 
-if TYPE_CHECKING:
-    from ledger.decider import Decider
 
-
-def replayed(decider: Decider, call: LeaseCall, digest: bytes, now: int) -> Answer | None:
+def replayed(batch: Batch, call: LeaseCall, digest: bytes, now: int) -> Answer | None:
     """The answer to ``call`` if its requestId was seen (``digest``: its input's), else None."""
-    known = decider.tx.request(call.tenant, call.request_id or "")
+    known = batch.tx.request(call.tenant, call.request_id or "")
     if known is None:
         return None
-    res = decider.resource(call.tenant, call.resource)
+    res = batch.resource(call.tenant, call.resource)
     if known.digest != digest:
         witness = {"rule": "idempotency", "reason": "requestId reused with other input"}
         decision = Decision(Outcome.IDEMPOTENCY_CONFLICT, witnesses=[witness])
-        return Answer(decider.render(call, res, decision, now), decision.outcome)
+        return Answer(batch.render(call, res, decision, now), decision.outcome)
     data = {**known.answer, "replayed": True}
     if Outcome(data["outcome"]) not in GRANTING:
         return Answer(data, Outcome(data["outcome"]))  # exactly what the first answer said
     # DESIGN rule 12: a replay never tells a caller it holds a lease that has ended
     fresh = data["outcome"] == Outcome.GRANTED
-    token = decider.owner_token(call, None) if fresh else call.owner_token
+    token = batch.owner_token(call, None) if fresh else call.owner_token
     live = token is not None and _holds(res, token, data["fencingToken"], now)
     data["leaseLive"] = live
     if not live:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ledger import leases
+from ledger.batch import Batch
 from ledger.calls import Limits
 from ledger.decider import Decider
 from ledger.leases import EventKind, Outcome, Revocation
@@ -51,8 +52,8 @@ class Revoked:
     tree_size: int = 0
 
 
-def decide_revoke(d: Decider, order: RevokeOrder, now: int) -> Revoked:
-    """The unit of work: inside ``d``'s transaction, end the leases ``order`` names."""
+def decide_revoke(d: Batch, order: RevokeOrder, now: int) -> Revoked:
+    """The unit of work: inside the transaction of batch ``d``, end the leases ``order`` names."""
     now = d.at(now)
     res = d.resource(order.tenant, order.resource)
     if res.max_token == 0:  # no grant ever: the resource is unknown to the ledger
@@ -96,7 +97,7 @@ def run_revoke(
         decider = Decider(master_secret, limits, base, loop, worker, notify)
         with storage.transaction() as tx:
             decider.begin(tx)
-            revoked = decide_revoke(decider, order, now)
+            revoked = decide_revoke(decider.batch, order, now)
         decider.committed()
         return revoked
     finally:

@@ -21,7 +21,15 @@ from typing import Any
 
 from ledger import sweeper, waits
 from ledger.answers import Position
-from ledger.calls import Answer, KeyRevoked, LeaseCall, Limits, StorageUnavailable, now_ms
+from ledger.calls import (
+    Answer,
+    KeyRevoked,
+    LeaseCall,
+    Limits,
+    StorageUnavailable,
+    Waiter,
+    now_ms,
+)
 from ledger.changes import ArmDeadMan, Change, DisarmDeadMan
 from ledger.committer import GroupCommitter
 from ledger.decider import Decider
@@ -29,7 +37,6 @@ from ledger.entries import b64, iso, pseudonyms_of
 from ledger.merkle import root_at
 from ledger.ops import may_wait
 from ledger.storage import Storage, StorageError, Transaction
-from ledger.waiting import Waiter
 
 
 @dataclass
@@ -181,13 +188,13 @@ class LeaseService:
                 # The service stopped, not the caller: 503 unknown.
                 raise StorageUnavailable("the wait ended as the service stopped") from None
             waiter.future.cancel()  # the caller is gone: grant it no slot later
-            self.committer.submit(lambda _: waits.leave(decider, waiter)).add_done_callback(
+            self.committer.submit(lambda _: waits.leave(decider.batch, waiter)).add_done_callback(
                 _retrieve
             )
             raise
         except TimeoutError:
             final = self.committer.submit(
-                lambda _: waits.collect(decider, waiter, self.clock(), True)
+                lambda _: waits.collect(decider.batch, waiter, self.clock(), True)
             )
             answer: Answer | None = await self.durable(final)
             if answer is None:  # collect refused it: its key was revoked
@@ -200,7 +207,9 @@ class LeaseService:
         waiter = None if decider is None else decider.local.get(waiter_id)
         if decider is None or waiter is None or waiter.future.done():
             return
-        work = self.committer.submit(lambda _: waits.collect(decider, waiter, self.clock(), False))
+        work = self.committer.submit(
+            lambda _: waits.collect(decider.batch, waiter, self.clock(), False)
+        )
 
         def deliver(done: asyncio.Future[Answer | None]) -> None:
             if done.cancelled() or done.exception() is not None or waiter.future.done():
@@ -216,14 +225,16 @@ class LeaseService:
     def purge_dead_waiters(self, dead: Callable[[list[str]], list[str]]) -> asyncio.Future[None]:
         """The leader's round: drop the waiters of worker processes that died."""
         decider = self.decider
-        return self.committer.submit(lambda _: waits.purge(decider, dead))
+        return self.committer.submit(lambda _: waits.purge(decider.batch, dead))
 
     # -- scopes (rule 13) -------------------------------------------------------------------
 
     async def scope_leases(self, tenant: str, scope: str) -> list[dict[str, Any]]:
         """The scope's live leases, after everything queued before this call."""
         decider, now = self.decider, self.clock()
-        work = self.committer.submit(lambda _: sweeper.scope_leases(decider, tenant, scope, now))
+        work = self.committer.submit(
+            lambda _: sweeper.scope_leases(decider.batch, tenant, scope, now)
+        )
         found: list[dict[str, Any]] = await self.durable(work)
         return found
 
@@ -231,7 +242,7 @@ class LeaseService:
         """End every lease of the scope and disarm its dead-man switch."""
         decider, now = self.decider, self.clock()
         work = self.committer.submit(
-            lambda _: sweeper.release_scope(decider, tenant, scope, now, trigger)
+            lambda _: sweeper.release_scope(decider.batch, tenant, scope, now, trigger)
         )
         released: list[int] = await self.durable(work)
         return released
@@ -257,7 +268,7 @@ class LeaseService:
 
     def _sweep_work(self, now: int) -> Callable[[Transaction], None]:
         decider, horizon = self.decider, self.limits.idempotency_seconds * 1000
-        return lambda _: sweeper.sweep(decider, now, horizon)
+        return lambda _: sweeper.sweep(decider.batch, now, horizon)
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

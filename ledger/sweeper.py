@@ -1,7 +1,7 @@
 """Units of work that span resources (docs/decisions/0006): scopes and the dead-man switch
 (rule 13), and the sweeper (rule 7, rule 13, rule 12's 24 h).
 
-Each runs inside the committer's transaction through a :class:`~ledger.decider.Decider` and
+Each runs inside the committer's transaction, a function of its :class:`~ledger.batch.Batch`,
 finds what it needs through the storage's indexes — leases by ``expires_at``, dead-man switches
 by deadline, scope members by scope, idempotency records by ``created_at`` — so nothing in memory
 grows with the resources or entries ever seen.
@@ -14,8 +14,8 @@ from typing import Any
 
 from ledger import leases, metrics
 from ledger.answers import lease_view
+from ledger.batch import Batch
 from ledger.changes import DisarmDeadMan, ForgetRequests
-from ledger.decider import Decider
 from ledger.leases import Decision, EventKind, Outcome
 from ledger.recorder import resource_change
 
@@ -24,56 +24,56 @@ SWEEP_BATCH = 1000
 stays short; the next round, a tenth of a second later, takes the rest."""
 
 
-def scope_leases(decider: Decider, tenant: str, scope: str, now: int) -> list[dict[str, Any]]:
+def scope_leases(batch: Batch, tenant: str, scope: str, now: int) -> list[dict[str, Any]]:
     """The scope's live leases (the resume packet), as the transaction sees them."""
     found = []
-    for name in decider.tx.scope_resources(tenant, scope):
-        res = decider.resource(tenant, name)
+    for name in batch.tx.scope_resources(tenant, scope):
+        res = batch.resource(tenant, name)
         for lease in res.leases:
             if lease.scope == scope and lease.expires_at > now:
                 found.append({"resource": name, "leaseId": lease.lease_id} | lease_view(lease))
     return found
 
 
-def release_scope(decider: Decider, tenant: str, scope: str, now: int, trigger: str) -> list[int]:
+def release_scope(batch: Batch, tenant: str, scope: str, now: int, trigger: str) -> list[int]:
     """End every lease of the scope (scope release or dead man), disarm its switch."""
-    now = decider.at(now)
+    now = batch.at(now)
     released: list[int] = []
-    for name in decider.tx.scope_resources(tenant, scope):
-        res = decider.resource(tenant, name)
+    for name in batch.tx.scope_resources(tenant, scope):
+        res = batch.resource(tenant, name)
         events = leases.expire(res, now)
         for lease in [lease for lease in res.leases if lease.scope == scope]:
             events.append(leases.end_lease(res, lease, EventKind.SCOPE_RELEASE, now, trigger))
             released.append(lease.lease_id)
-        decider.record(res, Decision(Outcome.RELEASED, events))
-    decider.tx.apply(DisarmDeadMan(tenant, scope))
+        batch.record(res, Decision(Outcome.RELEASED, events))
+    batch.tx.apply(DisarmDeadMan(tenant, scope))
     return released
 
 
-def sweep(decider: Decider, now: int, idempotency_ms: int) -> None:
+def sweep(batch: Batch, now: int, idempotency_ms: int) -> None:
     """Record what expired, fire the dead-man switches that are due, forget old requests; the
     time it took goes to ``tenure_sweep_seconds`` (its share of the ledger's lock). The rows
     held back are written at both ends, so the figure has the sweep's rows and no one else's."""
-    decider.tx.flush()  # the sweep's first read would write them anyway
+    batch.tx.flush()  # the sweep's first read would write them anyway
     started = time.perf_counter()
     try:
-        _sweep(decider, now, idempotency_ms)
-        decider.tx.flush()
+        _sweep(batch, now, idempotency_ms)
+        batch.tx.flush()
     finally:
         metrics.swept(time.perf_counter() - started)
 
 
-def _sweep(decider: Decider, now: int, idempotency_ms: int) -> None:
-    now = decider.at(now)
-    tx = decider.tx
+def _sweep(batch: Batch, now: int, idempotency_ms: int) -> None:
+    now = batch.at(now)
+    tx = batch.tx
     for tenant, name in tx.expired_leases(now, SWEEP_BATCH):
-        res = decider.resource(tenant, name)
-        decider.record(res, Decision(Outcome.RELEASED, leases.expire(res, now)))
+        res = batch.resource(tenant, name)
+        batch.record(res, Decision(Outcome.RELEASED, leases.expire(res, now)))
     for tenant, scope in tx.due_scopes(now, SWEEP_BATCH):
-        release_scope(decider, tenant, scope, now, "deadman")
+        release_scope(batch, tenant, scope, now, "deadman")
     for tenant, name in tx.ended_lifecycles(now, SWEEP_BATCH):
-        res = decider.resource(tenant, name)
+        res = batch.resource(tenant, name)
         events = leases.expire(res, now)  # no lease outlives its lifecycle: none to record
-        decider.record(res, Decision(Outcome.RELEASED, events))
+        batch.record(res, Decision(Outcome.RELEASED, events))
         tx.apply(resource_change(res))  # fingerprint and result purged (issue 14)
     tx.apply(ForgetRequests(now - idempotency_ms))

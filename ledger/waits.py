@@ -1,138 +1,130 @@
-"""Rule 9 across processes (docs/decisions/0006): the ``waiters`` rows, inside the transaction.
+"""Rule 9 across processes (docs/decisions/0006): the ``waiters`` rows, as functions of a Batch.
 
 A call that may wait and is refused ``HELD`` joins (:func:`join`) in the transaction that refused
 it; every transaction that frees a slot serves (:func:`serve`) the resource's rows in the order
 they queued, whichever process holds them, stopping at the first still held. A grant for this
-process's waiter is handed to it after the commit; for another process the row keeps the
-answer's data (never the owner token: the waiter derives it, 0007) until that process collects
-it (:func:`collect`), woken by the granting process or by its own deadline.
-
+process's :class:`~ledger.calls.Waiter` is handed to it after the commit; for another process
+the row keeps the answer's data (never the owner token: the waiter derives it, 0007) until that
+process collects it (:func:`collect`), woken by the granting process or by its own deadline.
 A waiter whose API key was revoked meanwhile is refused instead, wherever it would be served or
-collected: its row goes, nothing is recorded, and its caller is answered 401 (the transaction
-reads the key as it stands, not the one-second cache of new calls).
+collected: its row goes, nothing is recorded, and its caller is answered 401.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ledger.calls import Answer, KeyRevoked, LeaseCall
+from ledger.batch import Batch, Key
+from ledger.calls import Answer, KeyRevoked, LeaseCall, Waiter
 from ledger.changes import AddWaiter, DropWaiter, DropWorkerWaiters, GrantWaiter
 from ledger.leases import Decision, Outcome
 from ledger.ops import Op
 from ledger.storage import WaiterRecord
-from ledger.waiting import Waiter
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from ledger.decider import Decider
-
-Key = tuple[str, str]
 
 
-def join(d: Decider, call: LeaseCall, waiter: Waiter, digest: bytes | None) -> None:
+def join(batch: Batch, call: LeaseCall, waiter: Waiter, digest: bytes | None) -> None:
     """Queue ``waiter`` behind every earlier waiter of its resource."""
     stored = _stored_call(call, digest)
-    d.tx.apply(AddWaiter(waiter.waiter_id, call.tenant, call.resource, d.worker, stored))
+    batch.tx.apply(AddWaiter(waiter.waiter_id, call.tenant, call.resource, batch.worker, stored))
 
 
-def serve(d: Decider, key: Key, now: int) -> None:
+def serve(batch: Batch, key: Key, now: int) -> None:
     """Grant freed slots to the resource's waiters in the order they queued, whichever process
     holds them; stop at the first one still held (rule 9)."""
-    if key in d.serving:
+    if key in batch.serving:
         return  # a grant below recorded expiries: the loop below goes on serving
-    d.serving.add(key)
+    batch.serving.add(key)
     try:
-        for row in d.tx.waiters(*key):
-            if not _serve(d, key, row, now):
+        for row in batch.tx.waiters(*key):
+            if not _serve(batch, key, row, now):
                 return
     finally:
-        d.serving.discard(key)
+        batch.serving.discard(key)
 
 
-def _serve(d: Decider, key: Key, row: WaiterRecord, now: int) -> bool:
+def _serve(batch: Batch, key: Key, row: WaiterRecord, now: int) -> bool:
     """Grant one waiter if a slot is free; whether to go on to the next."""
-    local = d.local.get(row.waiter_id) if row.worker == d.worker else None
-    if row.worker == d.worker and (local is None or local.abandoned):
-        d.tx.apply(DropWaiter(row.waiter_id))  # its caller is gone
+    local = batch.local.get(row.waiter_id) if row.worker == batch.worker else None
+    if row.worker == batch.worker and (local is None or local.abandoned):
+        batch.tx.apply(DropWaiter(row.waiter_id))  # its caller is gone
         return True
     call, digest = _call_of(row.call)
-    if revoked(d, call):
-        d.tx.apply(DropWaiter(row.waiter_id))
+    if revoked(batch, call):
+        batch.tx.apply(DropWaiter(row.waiter_id))
         if local is not None:
             local.refused = KeyRevoked()
-        d.served.append((row.worker, row.waiter_id))  # woken to learn it was refused
+        batch.served.append((row.worker, row.waiter_id))  # woken to learn it was refused
         return True
-    res = d.resource(*key)
-    token = d.owner_token(call, row.waiter_id)
-    decision = d.decide(call, res, now, token)
+    res = batch.resource(*key)
+    token = batch.owner_token(call, row.waiter_id)
+    decision = batch.decide(call, res, now, token)
     if should_wait(call, decision):
         return False
     # a retry of this request must get the replay: remember it like any grant
-    answer = d.commit(call, res, decision, now, token, digest)
+    answer = batch.commit(call, res, decision, now, token, digest)
     if local is not None:
         local.granted = answer
-        d.tx.apply(DropWaiter(row.waiter_id))
+        batch.tx.apply(DropWaiter(row.waiter_id))
     else:
         stored = {k: v for k, v in answer.data.items() if k != "ownerToken"}
-        d.tx.apply(GrantWaiter(row.waiter_id, json.dumps(stored)))
-    d.served.append((row.worker, row.waiter_id))
+        batch.tx.apply(GrantWaiter(row.waiter_id, json.dumps(stored)))
+    batch.served.append((row.worker, row.waiter_id))
     return True
 
 
-def collect(d: Decider, waiter: Waiter, now: int, final: bool) -> Answer | None:
+def collect(batch: Batch, waiter: Waiter, now: int, final: bool) -> Answer | None:
     """A waiter's grant if one came (its row answered); else, ``final`` (the wait is over),
     one plain attempt that refuses like rule 8 if still held, else ``None``. A waiter whose key
-    was revoked gets ``None`` and :attr:`~ledger.waiting.Waiter.refused`, its row dropped."""
+    was revoked gets ``None`` and :attr:`~ledger.calls.Waiter.refused`, its row dropped."""
     if waiter.granted is not None:
         return waiter.granted
-    if revoked(d, waiter.call):
-        leave(d, waiter)
+    if revoked(batch, waiter.call):
+        leave(batch, waiter)
         waiter.refused = KeyRevoked()
         return None
-    row = d.tx.waiter(waiter.waiter_id)
+    row = batch.tx.waiter(waiter.waiter_id)
     if row is not None and row.answer is not None:
-        d.tx.apply(DropWaiter(waiter.waiter_id))
-        return _collected(d, waiter, row.answer)
+        batch.tx.apply(DropWaiter(waiter.waiter_id))
+        return _collected(batch, waiter, row.answer)
     if not final:
         return None
     if row is not None:
-        d.tx.apply(DropWaiter(waiter.waiter_id))
+        batch.tx.apply(DropWaiter(waiter.waiter_id))
     call = waiter.call
-    res = d.resource(call.tenant, call.resource)
-    token = d.owner_token(call, waiter.waiter_id)
-    decision = d.decide(call, res, now, token)
+    res = batch.resource(call.tenant, call.resource)
+    token = batch.owner_token(call, waiter.waiter_id)
+    decision = batch.decide(call, res, now, token)
     if decision.outcome is Outcome.HELD:
         decision.witnesses.append({"rule": "wait", "reason": "timed out"})
-    return d.commit(call, res, decision, now, token, d.request_digest(call))
+    return batch.commit(call, res, decision, now, token, batch.request_digest(call))
 
 
-def leave(d: Decider, waiter: Waiter) -> None:
+def leave(batch: Batch, waiter: Waiter) -> None:
     """The caller is gone: its row goes (a grant already made stands, as a lost answer)."""
-    d.tx.apply(DropWaiter(waiter.waiter_id))
+    batch.tx.apply(DropWaiter(waiter.waiter_id))
 
 
-def purge(d: Decider, dead: Callable[[list[str]], list[str]]) -> None:
+def purge(batch: Batch, dead: Callable[[list[str]], list[str]]) -> None:
     """Drop the waiters of workers that died (the leader's round)."""
-    for worker in dead(d.tx.waiter_workers()):
-        d.tx.apply(DropWorkerWaiters(worker))
+    for worker in dead(batch.tx.waiter_workers()):
+        batch.tx.apply(DropWorkerWaiters(worker))
 
 
-def _collected(d: Decider, waiter: Waiter, data: dict[str, Any]) -> Answer:
+def _collected(batch: Batch, waiter: Waiter, data: dict[str, Any]) -> Answer:
     outcome = Outcome(data["outcome"])
-    token = d.owner_token(waiter.call, waiter.waiter_id)
+    token = batch.owner_token(waiter.call, waiter.waiter_id)
     if outcome is Outcome.GRANTED and token is not None:
         data = {**data, "ownerToken": token}
     return Answer(data, outcome, outcome is Outcome.GRANTED, cite=True)
 
 
-def revoked(d: Decider, call: LeaseCall) -> bool:
+def revoked(batch: Batch, call: LeaseCall) -> bool:
     """Whether the call came with an API key that no longer exists, as this transaction sees."""
     key = call.key_digest
-    return key is not None and d.tx.api_key_tenant(bytes.fromhex(key)) is None
+    return key is not None and batch.tx.api_key_tenant(bytes.fromhex(key)) is None
 
 
 def should_wait(call: LeaseCall, decision: Decision) -> bool:
