@@ -1,14 +1,11 @@
 """What an acquire costs as the ledger grows, and what grows with it.
 
-Not a test: prints figures. Starts one default ``tenure serve`` (``--keep DIR`` keeps its folder,
-so a rerun starts from the ledger there) and, for each size in ``--sizes``, fills its ledger to
-that many entries with ``bench/steady.py``'s fill (real acquires of fresh names with leases of
-``--ttl`` seconds, so their expiries are real entries too; the fill is the warm-up: by a large
-size grants and expiries run side by side) and then measures one wrk run of ``--duration``
-seconds: acquires/s, p99, server CPU per acquire, the ledger lock and the sweeper's share. After
-each run it prints what grew (``bench/ledger_stats.py``): entries, tree nodes, ``tenure.db``
-and its WAL, the largest tables and indexes. At the smallest sizes the run itself adds more
-entries than the ledger held: both counts are printed.
+Not a test: prints figures. One default ``tenure serve``; for each of ``--sizes`` its ledger is
+filled to that many entries (``bench/steady.py``'s fill, real grants and expiries: it is the
+warm-up too), then one wrk run of ``--duration`` s: acquires/s, p99, server CPU per acquire,
+the lock and the sweeper's share; then what grew (``bench/ledger_stats.py``): entries, tree
+nodes, ``tenure.db``, its WAL, the largest tables and indexes. At the smallest size the run adds
+more entries than the ledger held: both counts are printed. ``--keep DIR`` as in steady.py.
 
     .venv/bin/python bench/growth.py [--sizes 1000,100000,1000000] [--ttl 5] [--duration 10]
 """

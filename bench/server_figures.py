@@ -1,4 +1,4 @@
-"""What a load run did to the machine and to tenure's ledger lock (issue 10): shared by the benches.
+"""What a load run did to the machine and to tenure's ledger lock: shared by the benches.
 
 Not a test. :func:`machine_split` reads ``/proc/stat`` (Linux) around a run: the share of all cores
 that was idle, waiting for the disk, in user and in system code. :func:`lock_figures` reads a

@@ -1,21 +1,11 @@
-"""tenure against etcd in steady state: ``bench/vs_etcd.py``'s default mode.
+"""tenure against etcd in steady state: ``bench/vs_etcd.py``'s default mode (decisions/0025).
 
-Not a test: prints figures. Both servers are started once and kept up. tenure's ledger is first
-filled to ``--fill`` entries by driving the server itself with the same wrk load (every acquire a
-real grant, every lease of ``--ttl`` seconds then a real expiry entry: a ledger of real entries,
-never rows written beside the server); ``--keep DIR`` keeps both servers' folders, so a rerun
-starts from the filled ledger and only tops it up. etcd is warmed by one unmeasured run, not
-grown to match. Then ``--rounds`` rounds, each:
-
-- tenure: an unmeasured run of ``--ttl`` seconds, then the measured run right after it, so the
-  leases granted in the window before expire during the measured one (the sweeper records them
-  under the ledger's lock, as on any day of a running service);
-- etcd: once tenure's ledger has stopped growing (its last expiries recorded: tenure's sweeper
-  never runs beside etcd's measured run), the measured run.
-
-Printed per run: rate, p99, the server's CPU per request, the machine's idle share, tenure's
-ledger lock and the sweeper's share of it, the entries the run added and the expiries among
-them. At the end: per-round ratios, the median ratio, both servers' p99s, the ledger's size.
+Not a test. Both servers start once. tenure's ledger is filled to ``--fill`` entries through the
+server itself (real grants, and real expiries of the ``--ttl`` leases; ``--keep DIR`` keeps the
+folders, a rerun tops up); etcd is warmed by one unmeasured run. Each round: tenure's ``--ttl``-s
+lead-in, then its measured run (the lead-in's leases expire inside it); once tenure's ledger has
+stopped growing, etcd's measured run. Printed per run: rate, p99, CPU per request, idle share,
+the ledger lock and the sweeper's share, the expiries; at the end the median ratio and p99s.
 """
 
 from __future__ import annotations

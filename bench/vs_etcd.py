@@ -1,30 +1,14 @@
-"""tenure against etcd, side by side: the same load generator, the same connections, one run.
+"""tenure against etcd, side by side: the same wrk load, the same connections, one run.
 
-Not a test: prints figures. By default in steady state (``bench/steady.py``): both servers
-started once and kept warm, tenure's ledger filled to ``--fill`` entries first, leases of
-``--ttl`` seconds expiring during every measured round. With ``--fresh``, as before: starts a
-throw-away etcd (Debian's ``etcd-server``; fsync on, as it
-ships) and a throw-away ``tenure serve`` with its defaults (SQLite with ``synchronous=FULL``, Merkle
-sealing, an eddsa-jcs-2022 receipt on every answer, one worker per core, the access log at
-``info``, the default rate limit), then drives each in turn with ``wrk`` (Debian's
-``wrk``) over ``--connections`` keep-alive connections for ``--duration`` seconds:
+Not a test: prints figures. etcd (Debian's ``etcd-server``, fsync on) takes ``POST /v3/kv/txn``
+put-if-never-created on a fresh key, the default ``tenure serve`` ``POST /api/v1/lease/acquire`` on
+a fresh resource (one durable entry, a signed receipt), ``--connections`` for ``--duration`` s.
+By default in steady state (``bench/steady.py``, decisions/0025): servers kept warm, the ledger
+filled to ``--fill`` entries, ``--ttl`` leases expiring in every round; ``--fresh``: new servers
+every round, as before. Printed: rates, p99s, server CPU per request, the machine's idle share,
+tenure's ledger lock and the sweeper's share of it, non-2xx answers, the ratio. docs/performance.md.
 
-- etcd: ``POST /v3/kv/txn`` — "put key K if it was never created" on a fresh key per request, the
-  etcd equivalent of acquire-if-free (one durable, Raft-committed write);
-- tenure: ``POST /api/v1/lease/acquire`` on a fresh resource per request (one durable ledger entry
-  and a signed receipt), as an API-key tenant so names need not be random.
-
-It prints both rates, both p99 latencies, each server's CPU per request (user + system time of
-the server and its worker processes over the run, from ``/proc``: steadier than the rates on a
-shared machine), the machine's idle and iowait shares over each run, tenure's ledger lock (held
-per event, how busy, the COMMIT's sync per group; ``bench/server_figures.py``), in how many
-rounds tenure was ahead and, last, the ratio tenure/etcd (of the rounds' mean rates). Every
-non-2xx answer is counted and reported: a refused request is not throughput. It installs
-nothing; when a tool is missing it says which package to install. The two servers run one
-after the other, never together, and ``--rounds`` alternates them to expose drift on a shared
-machine.
-
-    .venv/bin/python bench/vs_etcd.py [--fill 1000000] [--ttl 5] [--rounds 3] [--duration 10]
+    .venv/bin/python bench/vs_etcd.py [--fill 1000000] [--ttl 5] [--rounds 3] [--keep DIR]
     .venv/bin/python bench/vs_etcd.py --fresh [--duration 10] [--connections 64] [--rounds 1]
 """
 
