@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from api.database_option import ledger_location
-from api.serve_options import add_serve_options, option_problem, settings
+from api.serve_options import DefaultsShown, add_serve_options, option_problem, settings
 
 
 def add_parser(commands: Any) -> None:
@@ -24,7 +24,7 @@ def add_parser(commands: Any) -> None:
     serve = commands.add_parser(
         "serve",
         help="run the HTTP server",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsShown,
         epilog="Exit codes: 0 stopped by SIGTERM/SIGINT; 1 a worker failed to start; 2 bad"
         " usage, or the ledger or keys cannot be used; 3 the address cannot be listened on.",
     )

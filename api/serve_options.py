@@ -33,6 +33,16 @@ OPTION_OF_SETTING = {
 """The flag that sets each setting; the others come only from ``TENURE_*`` variables."""
 
 
+class DefaultsShown(argparse.HelpFormatter):
+    """Each option's help ends with its default, where there is one to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def add_serve_options(serve: argparse.ArgumentParser) -> None:
     """Add the options of ``tenure serve`` (``--help`` shows each one's default)."""
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")

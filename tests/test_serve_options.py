@@ -91,6 +91,7 @@ def test_help_shows_every_default() -> None:
     flat = " ".join(shown.split())
     for default in ("8080", "127.0.0.1", "10000.0", "3600", "86400", "16384"):
         assert f"(default: {default})" in flat
+    assert "(default: None)" not in flat and "(default: False)" not in flat
 
 
 def test_a_worker_that_cannot_start_stops_the_server_with_its_error(tmp_path: Path) -> None:
