@@ -98,16 +98,19 @@ def test_deeply_nested_bundle_exits_2(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("value", [2**63, 2**64, 10**30, -(2**63) - 1])
-def test_huge_log_index_fails_cleanly(value: int, tmp_path: Path) -> None:
+def test_huge_log_index_is_refused_cleanly(value: int, tmp_path: Path) -> None:
+    """An integer beyond I-JSON's is no tenure document: refused as unreadable (exit 2) with
+    the rule it breaks, never a pass and never a traceback."""
     forged = receipt()
     forged["data"]["ledger"]["logIndex"] = value
     forged["_provenance"]["credentialSubject"]["ledger"]["logIndex"] = value
     done = verify_cli(save(tmp_path / "huge.json", forged), "--trust", SIGNER.did)
-    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "RFC 7493" in done.stdout + done.stderr
     bundle = {"type": "tenure-receipt-bundle/v1", "receipt": forged, "entry": "", "keys": []}
     bundle |= {"inclusion": {"index": value, "treeSize": value, "hashes": []}}
     done = verify_cli(save(tmp_path / "huge-bundle.json", bundle), "--trust", SIGNER.did)
-    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
 
 
 def test_the_report_names_what_the_signature_does_not_cover(tmp_path: Path) -> None:
