@@ -1,25 +1,21 @@
 """Live key rotation: every process of a running service switches to a new signing key at one
 recorded instant.
 
-Receipts and checkpoints are dated by the runtime's clock when they are signed, and a verifier
-accepts a key only for dates in ``[validFrom, validUntil)`` (``verify/trust.py``). So no process
-may sign with the old key after the instant the keyring says it was retired. The first process to
-see the new key (each polls the key folder every second, and SIGHUP reaches every worker) records
-its period as starting ``ROTATE_AHEAD_MS`` ahead — the old key's period ends there — and every
-process, reading that one recorded instant back, schedules its switch for exactly then: signatures
-before it are the old key's, signatures from it the new key's, in every worker. The timer may run
-late, so whatever dates a signature takes the runtime's ``signing_clock``, which makes a switch
-that is due before it answers.
-
-The record goes through a second storage handle, off the event loop: the service's own writer
-belongs to the group committer, whose turns of the ledger's lock the loop may hold (0017).
-``record_key_use`` keeps the first record, so all processes agree.
+A verifier accepts a key only for dates in ``[validFrom, validUntil)`` (``verify/trust.py``), so
+no process may sign with the old key after the keyring retired it. The first process to see the
+new key records its period as starting ``ROTATE_AHEAD_MS`` ahead (:func:`record`; the first
+record wins), and every process schedules its :func:`switch` for exactly that instant. The
+record goes through a second storage handle, off the event loop: the service's own writer
+belongs to the group committer (0017). Callers pass the clock, the ledger's location and what
+signs, so this module knows nothing of the runtime that wires them.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger.keyring import SigningKey, record_keys
@@ -27,7 +23,8 @@ from ledger.signer import Signer
 from ledger.storage import Storage, StorageError, open_storage
 
 if TYPE_CHECKING:
-    from ledger.runtime import Runtime
+    from ledger.log import LogReader
+    from ledger.provenance import Issuer
 
 logger = logging.getLogger("tenure")
 
@@ -42,24 +39,28 @@ instant the first one recorded, and switches at exactly that instant — so no w
 the old key after the period the keyring publishes for it has ended."""
 
 
-def record(runtime: Runtime, key: SigningKey) -> int:
+def record(location: str | Path, clock: Callable[[], int], key: SigningKey) -> int:
     """Record ``key`` as the log's key from ``ROTATE_AHEAD_MS`` ahead (unless another process
-    already did: the first record wins) and return the instant it takes over (ms)."""
-    storage = open_storage(runtime.config.database or runtime.config.data_dir)
+    already did: the first record wins) in the ledger at ``location``, and return the instant
+    it takes over (ms)."""
+    storage = open_storage(location)
     try:
-        record_keys(storage, key, runtime.clock() + ROTATE_AHEAD_MS)
+        record_keys(storage, key, clock() + ROTATE_AHEAD_MS)
         return next(r.valid_from for r in storage.signing_keys() if r.did == key.did)
     finally:
         storage.close()
 
 
-def switch(runtime: Runtime, key: SigningKey, at: int) -> None:
-    """Sign with ``key`` from ``at`` on; runs on the event loop, scheduled for ``at``."""
+def switch(
+    key: SigningKey, at: int, clock: Callable[[], int], issuer: Issuer, log: LogReader
+) -> None:
+    """Make ``issuer`` (receipts) and ``log`` (checkpoints) sign with ``key`` from ``at`` on;
+    runs on the event loop, scheduled for ``at``."""
     deadline = time.monotonic() + CLOCK_WAIT_SECONDS
-    while runtime.clock() < at and time.monotonic() < deadline:
+    while clock() < at and time.monotonic() < deadline:
         pass  # the timer may fire a hair early: no signature by the new key dated before ``at``
-    runtime.issuer.signer = Signer(key.private_key)
-    runtime.log.key = key
+    issuer.signer = Signer(key.private_key)
+    log.key = key
     logger.info("signing with the rotated key %s from %d", key.did, at)
 
 

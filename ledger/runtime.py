@@ -219,7 +219,8 @@ class Runtime:
             key = load_signing_keys(self.config.keys_dir)[-1]
         except ValueError:  # a file still being written: the next round reads it whole
             return
-        at = await asyncio.to_thread(rotation.record, self, key)  # a second handle: off the loop
+        location = self.config.database or self.config.data_dir
+        at = await asyncio.to_thread(rotation.record, location, self.clock, key)  # off the loop
         self._switch = (key, at)
         asyncio.get_running_loop().call_later(max(0, at - self.clock()) / 1000, self._take_over)
 
@@ -236,7 +237,7 @@ class Runtime:
         """Make the scheduled key switch (once: the timer or the first signature due after it)."""
         if self._switch is not None:
             (key, at), self._switch = self._switch, None
-            rotation.switch(self, key, at)
+            rotation.switch(key, at, self.clock, self.issuer, self.log)
 
     def _retired(self) -> bool:
         """Whether the log retired this node's key (a rotation elsewhere); a database that

@@ -41,3 +41,61 @@ def test_the_walk_sees_a_function_level_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from api.app import create_app\n")
     assert imported(module) == {"api.app"}
+
+
+def import_graph(package: str) -> dict[str, set[str]]:
+    """Each module of ``package`` and the modules of ``package`` it imports (by the AST)."""
+    paths = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in (ROOT / package).rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        found = imported(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):  # ``from ledger import waits`` names the module ledger.waits
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        graph[name] = {other for other in found if other in paths and other != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The import circles: the strongly connected components of more than one module."""
+    reach = {name: _reachable(graph, name) for name in graph}
+    found: list[set[str]] = []
+    for name in sorted(graph):
+        circle = {other for other in reach[name] if name in reach[other]} | {name}
+        if len(circle) > 1 and circle not in found:
+            found.append(circle)
+    return found
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for other in graph[todo.pop()]:
+            if other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return seen
+
+
+LEASE_MODEL = frozenset(
+    {"ledger.batch", "ledger.decider", "ledger.waits", "ledger.replay", "ledger.sweeper"}
+    | {"ledger.revoking", "ledger.service", "ledger.calls", "ledger.answers", "ledger.leases"}
+    | {"ledger.lease_model", "ledger.ops", "ledger.recorder", "ledger.rotation", "ledger.runtime"}
+)
+
+
+def test_the_lease_model_and_the_runtime_are_in_no_import_circle() -> None:
+    """Waits and replay are functions of a Batch and import no decider; rotation is handed
+    what it signs with and imports no runtime (docs/decisions/0024)."""
+    through = [sorted(circle) for circle in circles(import_graph("ledger")) if circle & LEASE_MODEL]
+    assert through == []
+
+
+def test_circles_finds_the_circle_and_not_what_leads_into_it() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [{"a", "b", "c"}]
