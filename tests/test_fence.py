@@ -4,6 +4,7 @@ not backed by a valid grant receipt for its resource, and says why."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import httpx
@@ -71,3 +72,14 @@ def test_a_retired_key_backs_no_fence(api: httpx.Client) -> None:
 def test_trust_that_names_no_key_is_a_usage_error(trust: Any) -> None:
     with pytest.raises(MalformedInput):
         verify_fence({}, trust=trust, resource="r", min_token=0)
+
+
+def test_a_receipt_as_text_is_read_strictly(api: httpx.Client) -> None:
+    keys, resource = api.get("/api/v1/keys").json(), rid()
+    receipt = _grant(api, resource)
+    text = json.dumps(receipt, separators=(",", ":"))
+    token = receipt["data"]["fencingToken"]
+    assert verify_fence(text, trust=keys, resource=resource, min_token=0).fencing_token == token
+    planted = text.replace('{"data":{', '{"data":{"fencingToken":999,', 1)
+    assert _reason(planted, trust=keys, resource=resource, min_token=0) == "format"
+    assert _reason(planted.encode(), trust=keys, resource=resource, min_token=0) == "format"

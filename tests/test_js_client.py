@@ -18,7 +18,8 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT, Server, lease, rid
-from verify.errors import VerificationError
+from verify import ijson
+from verify.errors import MalformedInput, VerificationError
 from verify.fence import FenceRefused, verify_fence
 from verify.receipt import ReceiptError, check_receipt
 from verify.trust import keyring_periods
@@ -93,6 +94,19 @@ def _tampered(receipt: Doc, other: Doc) -> list[Callable[[Doc], None]]:
     ]
 
 
+def _texts(receipt: Doc) -> list[str]:
+    """The receipt as JSON text: as sent, with a planted first key, ``1.0``, an unsafe integer."""
+    text = json.dumps(receipt, separators=(",", ":"))
+    token = f'"fencingToken":{receipt["data"]["fencingToken"]},'
+    assert token in text
+    return [
+        text,
+        text.replace('{"data":{', '{"data":{"fencingToken":999,', 1),
+        text.replace(token, token.replace(",", ".0,"), 1),
+        text.replace(token, '"fencingToken":9007199254740993,', 1),
+    ]
+
+
 def _python_verdicts(case: Doc) -> Doc:
     trust = case["trust"]
     trusted = (
@@ -103,11 +117,14 @@ def _python_verdicts(case: Doc) -> Doc:
         else set(trust)
     )
     verdict: Doc = {}
+    receipt = case["receipt"]
     try:
-        check_receipt(case["receipt"], trusted)
+        check_receipt(ijson.loads(receipt) if isinstance(receipt, str) else receipt, trusted)
         verdict["receipt"] = "ok"
     except ReceiptError as error:
         verdict["receipt"] = error.check
+    except MalformedInput:
+        verdict["receipt"] = "format"
     try:
         verify_fence(
             case["receipt"], trust=trust, resource=case["resource"], min_token=case["minToken"]
@@ -148,6 +165,7 @@ def _cases(api: httpx.Client) -> list[Doc]:
         {**plain, "receipt": first, "resource": rid()},
         {**plain, "receipt": first, "trust": [other["_provenance"]["issuer"][:-1] + "x"]},
     ]
+    cases += [{**plain, "receipt": text} for text in _texts(first)]
     for tamper in _tampered(first, other):
         doc = copy.deepcopy(first)
         tamper(doc)
@@ -177,5 +195,6 @@ def test_js_and_python_agree_on_live_and_tampered_receipts(
         "format",
         "manifest:tenure.data",
     } <= set(fences)
+    assert fences[12:16] == ["ok", "format", "format", "format"]  # text: sent, planted, 1.0, 2^53+2
     tampered = python[-len(_tampered(cases[0]["receipt"], cases[0]["receipt"])) :]
     assert all(verdict["receipt"] != "ok" for verdict in tampered), tampered

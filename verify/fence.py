@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from verify import ijson
 from verify.errors import MalformedInput, VerificationError
 from verify.receipt import ReceiptError, check_receipt
 from verify.trust import Period, keyring_periods
@@ -45,13 +46,16 @@ class Fence:
 
 
 def verify_fence(receipt: Any, *, trust: Trust, resource: str, min_token: int) -> Fence:
-    """The fence ``receipt`` proves for ``resource``; FenceRefused saying why it proves none.
+    """The fence ``receipt`` (a parsed document, or its JSON text or bytes, read strictly)
+    proves for ``resource``; FenceRefused saying why it proves none.
 
     ``trust``: a did:key, several, or the keyring ``GET /api/v1/keys`` serves (whose validity
     periods then bound when each key may have signed). ``min_token``: the highest token the
     store has accepted for ``resource`` (equal is allowed: the same holder writing again).
     """
     trusted = _trusted(trust)
+    if isinstance(receipt, str | bytes):
+        receipt = _parsed(receipt)
     try:
         check_receipt(receipt, trusted)
     except ReceiptError as error:
@@ -68,6 +72,14 @@ def verify_fence(receipt: Any, *, trust: Trust, resource: str, min_token: int) -
         raise FenceRefused("token", f"fencing token {token!r} is below {min_token}")
     holder, expires = subject.get("holder"), subject.get("expiresAt")
     return Fence(resource, token, holder, expires, str(credential["issuer"]))
+
+
+def _parsed(text: str | bytes) -> Any:
+    """A receipt's text read as every signed document is (a repeated key is never believed)."""
+    try:
+        return ijson.loads(text, "the receipt")
+    except MalformedInput as error:
+        raise FenceRefused("format", str(error)) from error
 
 
 def _trusted(trust: Trust) -> Collection[str] | dict[str, Period]:

@@ -13,6 +13,7 @@ import {
   Conflict, InvalidRequest, LeaseHeld, LeaseLost, MismatchedAnswer, RateLimited, ReceiptInvalid,
   TenureError, Unavailable,
 } from "./errors.js";
+import { parseStrict } from "./ijson.js";
 import { canonicalize } from "./jcs.js";
 import { ReceiptError, checkReceipt } from "./receipt.js";
 import type { Trusted } from "./trust.js";
@@ -74,7 +75,7 @@ export function backoff(policy: RetryPolicy, retry: number, unit: number): numbe
 export function interpret(call: Call, reply: Reply, trusted: Trusted | null): Answer {
   let document: unknown = null;
   try {
-    document = JSON.parse(reply.text);
+    document = parseStrict(reply.text, "the answer");
   } catch {
     document = null;
   }

@@ -5,6 +5,7 @@
  * holder's token too, and anyone may ask for it), with a token not below `minToken`.
  */
 import { isObject } from "./dataintegrity.js";
+import { parseStrict } from "./ijson.js";
 import { ReceiptError, checkReceipt } from "./receipt.js";
 import { trustedKeys, type Trust } from "./trust.js";
 
@@ -38,9 +39,11 @@ export interface FenceOptions {
   minToken: number;
 }
 
-/** The fence `receipt` proves for `resource`; throws FenceRefused saying why it proves none. */
-export function verifyFence(receipt: unknown, { trust, resource, minToken }: FenceOptions): Fence {
+/** The fence `receipt` (an object, or its JSON text, read strictly) proves for `resource`;
+ * throws FenceRefused saying why it proves none. */
+export function verifyFence(given: unknown, { trust, resource, minToken }: FenceOptions): Fence {
   const trusted = trustedKeys(trust);
+  const receipt = typeof given === "string" ? parsed(given) : given;
   try {
     checkReceipt(receipt, trusted);
   } catch (error) {
@@ -65,4 +68,12 @@ export function verifyFence(receipt: unknown, { trust, resource, minToken }: Fen
   const text = (value: unknown) => (typeof value === "string" ? value : null);
   const issuer = String(credential["issuer"]);
   return { resource, fencingToken: token, holder: text(subject["holder"]), expiresAt: text(subject["expiresAt"]), issuer };
+}
+
+function parsed(text: string): unknown {
+  try {
+    return parseStrict(text, "the receipt");
+  } catch (error) {
+    throw new FenceRefused("format", (error as Error).message);
+  }
 }

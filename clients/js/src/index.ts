@@ -4,6 +4,7 @@ export { Client, type AcquireOptions, type ClientOptions, type Keyring, type Ren
 export { type RetryPolicy, canonicalRequest, newRequestId } from "./core.js";
 export * from "./errors.js";
 export { type Fence, type FenceOptions, FenceRefused, GRANTING_OPS, verifyFence } from "./fence.js";
+export { parseStrict } from "./ijson.js";
 export { canonicalize } from "./jcs.js";
 export { Keeper } from "./keeper.js";
 export { Lease, type LeaseOptions } from "./lease.js";

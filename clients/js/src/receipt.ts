@@ -10,6 +10,7 @@
  * - `subject`: what the credential states agrees with `data`.
  */
 import { isDeepStrictEqual } from "node:util";
+import { writtenAsFraction } from "./ijson.js";
 import { canonicalize } from "./jcs.js";
 import { MalformedInput } from "./errors.js";
 import { isObject, sha256, verifyProof } from "./dataintegrity.js";
@@ -123,7 +124,7 @@ function integers(section: unknown, where: string): void {
   ] as const) {
     for (const name of names) {
       const value = part[name];
-      if (typeof value === "number" && !Number.isInteger(value)) {
+      if (typeof value === "number" && (!Number.isInteger(value) || writtenAsFraction(part, name))) {
         throw new MalformedInput(`${at}.${name} is the number ${value}; tenure writes an integer`);
       }
       checkInt(value, `${at}.${name}`);

@@ -3,7 +3,7 @@
  * altered on the way that are never believed. */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { Client, LeaseHeld, LeaseLost, ReceiptInvalid } from "../src/index.js";
+import { Client, InvalidRequest, LeaseHeld, LeaseLost, ReceiptInvalid } from "../src/index.js";
 import { type LiveServer, rid, startServer } from "./harness.js";
 import { startProxy } from "./proxy.js";
 
@@ -79,6 +79,17 @@ test("an answer altered on the way is never believed", async () => {
   try {
     const viaProxy = new Client(proxy.url, { trust: (await client.keys()) as never });
     await assert.rejects(viaProxy.acquire(rid(), "w1"), (e: unknown) => e instanceof ReceiptInvalid && e.check.startsWith("manifest"));
+  } finally {
+    await proxy.close();
+  }
+});
+
+test("an answer with a planted first fencingToken is never read as a grant", async () => {
+  const proxy = await startProxy(server.url, (path, _body, answer) =>
+    path.endsWith("/acquire") ? answer.replace('{"data":{', '{"data":{"fencingToken":999,') : answer);
+  try {
+    const viaProxy = new Client(proxy.url, { trust: (await client.keys()) as never });
+    await assert.rejects(viaProxy.acquire(rid(), "w1"), (e: unknown) => e instanceof InvalidRequest && /not a tenure answer/.test(e.message));
   } finally {
     await proxy.close();
   }

@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { Keeper, LeaseLost, Unavailable, canonicalize, verifyInclusion } from "../src/index.js";
+import { Keeper, LeaseLost, Unavailable, canonicalize, parseStrict, verifyInclusion } from "../src/index.js";
+import { writtenAsFraction } from "../src/ijson.js";
 import { verifyProof } from "../src/dataintegrity.js";
 import { REPO, repoJson } from "./harness.js";
 
@@ -17,6 +18,16 @@ test("RFC 8785: key order by UTF-16 code units, ECMAScript numbers, minimal esca
   assert.equal(canonicalize(value).toString("utf8"), expected);
   assert.throws(() => canonicalize({ a: "\ud800" }), /lone surrogate/);
   assert.throws(() => canonicalize({ a: 2 ** 53 }), /I-JSON/);
+});
+
+test("I-JSON: a repeated key, an unsafe integer, a lone surrogate are refused; 1.0 is remembered", () => {
+  assert.throws(() => parseStrict('{"a":{"t":999,"t":1}}'), /repeats the key "t"/);
+  assert.throws(() => parseStrict('{"t":9007199254740993}'), /beyond/);
+  assert.throws(() => parseStrict('["\\ud800"]'), /lone surrogate/);
+  assert.throws(() => parseStrict('{"a":1} x'), /after/);
+  const value = parseStrict('{"t":1.0,"u":2,"__proto__":{"x":1}}') as Record<string, unknown>;
+  assert.deepEqual([value["t"], writtenAsFraction(value, "t"), writtenAsFraction(value, "u")], [1, true, false]);
+  assert.deepEqual(Object.keys(value), ["t", "u", "__proto__"]);
 });
 
 test("vc-di-eddsa eddsa-jcs-2022: the W3C example's canonical form and proof verify", () => {
