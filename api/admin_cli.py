@@ -81,7 +81,8 @@ def refuse(message: str) -> int:
 def missing_ledger(args: argparse.Namespace) -> int | None:
     """Exit 2 if the ledger (``--data`` folder or ``--database``) does not exist yet, 1 if the
     database cannot be reached; None when it is there."""
-    from ledger.storage import StorageError, storage_exists
+    from ledger.backends import storage_exists
+    from ledger.storage import StorageError
 
     try:
         found = storage_exists(ledger_location(args))
@@ -131,9 +132,9 @@ def keys_main(args: argparse.Namespace) -> int:
 def export_main(args: argparse.Namespace) -> int:
     """``tenure export``: the whole ledger as JSON Lines, with a bar on a terminal; the file
     appears whole or not at all (exit 1 naming it)."""
+    from ledger.backends import open_for_reading
     from ledger.files import WriteFailed
     from ledger.keyring import KeyFileError
-    from ledger.reading import open_for_reading
     from ledger.storage import StorageError
     from ledger.tile_export import FolderConflict
 

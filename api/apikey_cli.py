@@ -52,8 +52,7 @@ def add_parser(commands: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run one ``apikey`` action on an existing ledger."""
     from api.admin_cli import missing_ledger, refuse
-    from ledger.reading import open_for_reading
-    from ledger.storage import open_storage
+    from ledger.backends import open_for_reading, open_storage
 
     name = getattr(args, "name", None)
     if name is not None and not valid_name(name):

@@ -41,6 +41,6 @@ def ledger_name(args: argparse.Namespace) -> str:
     """The ledger's location as messages may show it (a URL without its password)."""
     if args.database is None:
         return str(args.data)
-    from ledger.postgres.connection import redact
+    from ledger.storage import redact
 
     return redact(args.database)

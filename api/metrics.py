@@ -139,9 +139,9 @@ class StateCollector(Collector):
         latest = core.storage.latest_checkpoint()
         age = float("nan") if latest is None else max(0, now - latest.timestamp) / 1000
         yield _gauge("tenure_checkpoint_age_seconds", "Age of the latest signed checkpoint.", age)
-        live = core.storage.live_leases(now)
+        live = core.gauges.live_leases(now)
         yield _gauge("tenure_leases_live", "Leases held now (not expired).", live)
-        waiting = core.storage.queued_waiters()  # over every worker, not only this one
+        waiting = core.gauges.queued_waiters()  # over every worker, not only this one
         yield _gauge("tenure_waiters_queued", "Callers waiting for a lease now.", waiting)
 
 

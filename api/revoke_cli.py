@@ -131,9 +131,10 @@ def _refuse(message: str) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
+    from ledger.backends import open_storage, storage_exists
     from ledger.keyring import NAMES_KEY, PSEUDONYM_SECRET, load_or_create_names_key
     from ledger.names import NameCodec
-    from ledger.storage import StorageError, open_storage, storage_exists
+    from ledger.storage import StorageError
 
     location = ledger_location(args)
     if not storage_exists(location):
@@ -196,10 +197,10 @@ def _decide(storage: Storage, secret: bytes, tenant: str, args: argparse.Namespa
 def _cluster(args: argparse.Namespace, secret: bytes) -> Any:
     """The ledger's membership (a SQLite folder's or the PostgreSQL nodes'), to wake at once
     the waiter of another process that the revoke granted."""
+    from ledger.backends import open_membership
     from ledger.keyring import keys_fingerprint
-    from ledger.membership import open_membership
 
-    return open_membership(args.data, args.database, keys_fingerprint(secret))
+    return open_membership(ledger_location(args), keys_fingerprint(secret))
 
 
 def _who(args: argparse.Namespace) -> str:

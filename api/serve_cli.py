@@ -136,11 +136,11 @@ def _server(config: Any, args: argparse.Namespace) -> Any:
 def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
     """Why the ledger or the keys cannot be written, said before the server starts (a read-only
     folder is an operator's mistake, not a traceback)."""
+    from ledger.backends import open_membership, open_storage
     from ledger.calls import now_ms
     from ledger.keyring import KeyFileError, keys_fingerprint, load_or_create_secret, signing_keys
-    from ledger.membership import open_membership
     from ledger.rotation import refuse_retired
-    from ledger.storage import StorageError, open_storage
+    from ledger.storage import StorageError
 
     try:
         storage = open_storage(ledger_location(args))
@@ -159,7 +159,7 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
         return f"cannot use the key folder {keys}: {error}"
     if args.database is not None:
         try:  # a node with another keys folder, or an out-of-date one, is refused here
-            open_membership(args.data, args.database, keys_fingerprint(secret)).close()
+            open_membership(args.database, keys_fingerprint(secret)).close()
             storage = open_storage(args.database)
             try:
                 refuse_retired(storage, signing_keys(keys, now_ms())[-1], now_ms())
@@ -174,9 +174,10 @@ def _names_problem(args: argparse.Namespace, keys: Path) -> str | None:
     """Open the ledger with the names key once, before any worker starts: an older ledger's
     names are sealed here (docs/decisions/0010), and another key than the one that sealed
     them is refused."""
+    from ledger.backends import open_storage
     from ledger.keyring import KeyFileError, load_or_create_names_key
     from ledger.names import NameCodec
-    from ledger.storage import StorageError, open_storage
+    from ledger.storage import StorageError
 
     try:
         names = NameCodec(load_or_create_names_key(keys))

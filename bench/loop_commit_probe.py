@@ -41,7 +41,7 @@ def hook_workers() -> None:
     if os.environ.get(MODE_ENV) == "ask-at-once":
         _ask_at_once()
         return
-    from ledger.sqlite import SQLiteStorage
+    from ledger.sqlite.backend import SQLiteStorage
 
     setattr(SQLiteStorage, "turns", lambda self: None)  # noqa: B010
 

@@ -28,10 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ledger.backends import open_storage  # noqa: E402
 from ledger.calls import LeaseCall  # noqa: E402
 from ledger.names import NameCodec  # noqa: E402
 from ledger.service import LeaseService  # noqa: E402
-from ledger.storage import open_storage  # noqa: E402
 
 
 def rss_mb(pids: list[int]) -> float:
@@ -55,7 +55,7 @@ def names(start: int, stop: int, tag: str) -> Iterator[str]:
 
 async def cycle(service: LeaseService, name: str) -> None:
     granted = await service.lease(LeaseCall("acquire", "t", name, holder="w", ttl_seconds=60))
-    token = granted.data["ownerToken"]
+    token = granted.owner_token
     await service.lease(LeaseCall("release", "t", name, owner_token=token))
 
 

@@ -1,27 +1,13 @@
-"""Group commit over any storage backend (docs/decisions/0003, 0005, 0006).
+"""Group commit over any storage backend (docs/decisions/0003, 0005, 0006, 0014, 0017, 0018).
 
-The request path never waits for its own fsync alone: every call is handed to one writer as a
-unit of work — a function of the open transaction, or a list of typed changes
-(``ledger/changes.py``) — and the writer runs everything queued since its last commit in ONE
-``storage.transaction()``. A unit returns a value (the lease service's rendered answer); its
-future resolves with that value once the transaction is durable, and only then does the caller
-answer. A unit submitted with :meth:`GroupCommitter.submit_early` on a writer thread also gets
-the value as soon as the batch's statements have run, so that its caller can prepare (sign) the
-answer while the commit is made durable — and still sends nothing before (docs/decisions/0014).
-
-Where the backend's write lock can be lent (``Storage.turns``: SQLite), the batch is not written
-by that thread but by **the event loop itself** (docs/decisions/0017): a helper thread waits for
-the lock while the loop goes on reading requests into the batch, then the loop runs the whole
-batch in one transaction — no other thread of the process competes with it for the interpreter
-while the ledger is locked — gives the lock back and resolves the futures; ``submit_early``
-answers with the durable future there. The helper is asked once the loop has run the callbacks
-it already had (docs/decisions/0018), so a lock lent finds the loop free to write.
-
-If a commit fails, every unit of that batch gets :class:`~ledger.storage.StorageError` (503
-``unknown`` at the edge): nothing of it is on disk and nothing in memory ran ahead of the disk
-(docs/decisions/0006), so the next batch simply tries again. ``hooks`` let the owner of the
-units keep per-transaction state: ``begin`` runs after the transaction opened, ``committed`` and
-``failed`` after it ended — all on the thread that writes.
+Every caller's unit of work (a function of the open transaction, or typed changes) goes to one
+writer, which runs everything queued since its last commit in ONE ``storage.transaction()``; a
+unit's future resolves once that transaction is durable. The backend's
+:class:`~ledger.storage.WriterStrategy` says who writes: a writer thread (whose units may also
+get an early future once their statements ran), or — where the write lock can be lent
+(SQLite) — the event loop itself, on turns of the lock a helper thread waits for. A failed
+commit fails every unit of its batch with :class:`~ledger.storage.StorageError`; ``hooks`` keep
+per-transaction state (``begin``, ``committed``, ``failed``) on the thread that writes.
 """
 
 from __future__ import annotations
@@ -35,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 from ledger import metrics
 from ledger.changes import Change
-from ledger.storage import Storage, StorageError, Transaction
+from ledger.storage import Storage, StorageError, Transaction, WriterStrategy, writer_strategy
 
 T = TypeVar("T")
 Work = Sequence[Change] | Callable[[Transaction], Any]
@@ -67,6 +53,7 @@ class GroupCommitter:
         storage: Storage,
         loop: asyncio.AbstractEventLoop,
         hooks: BatchHooks | None = None,
+        strategy: WriterStrategy | None = None,
     ) -> None:
         self._storage = storage
         self._loop = loop
@@ -77,7 +64,7 @@ class GroupCommitter:
         """The error of the last commit if it failed; ``None`` once a commit succeeds again."""
         self.commits = 0
         self._stopping = False
-        self._turns = storage.turns()
+        self._turns = (writer_strategy(storage) if strategy is None else strategy).turns()
         self._units: list[_Item] = []
         """The loop's units waiting for its next turn (with lent turns)."""
         self._asked = False
@@ -101,9 +88,9 @@ class GroupCommitter:
 
         ``prepare`` runs before the batch's transaction opens — on the loop as the unit is
         queued (lent turns), else on the writer thread — while another process may hold the
-        ledger's lock, so the transaction, which excludes every other writer, does less (issue
-        10). It may only warm caches: an error in it is ignored, and the unit itself meets it
-        again inside the transaction.
+        ledger's lock, so the transaction, which excludes every other writer, does less. It may
+        only warm caches: an error in it is ignored, and the unit itself meets it again inside
+        the transaction.
         """
         future: asyncio.Future[T] = self._loop.create_future()
         self._put((work, future, prepare, None))

@@ -18,9 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ledger.backends import open_storage
 from ledger.keyring import SigningKey, record_keys
 from ledger.signer import Signer
-from ledger.storage import Storage, StorageError, open_storage
+from ledger.storage import Storage, StorageError
 
 if TYPE_CHECKING:
     from ledger.log import LogReader

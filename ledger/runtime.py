@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import rotation
+from ledger.backends import Backend, open_backend
 from ledger.calls import Limits, now_ms
 from ledger.keyring import (
     SigningKey,
@@ -32,13 +33,13 @@ from ledger.keyring import (
     signing_keys,
 )
 from ledger.log import LogReader, SignedCheckpoint
-from ledger.membership import Membership, open_membership, open_seal_turn
+from ledger.membership import Membership
 from ledger.names import NameCodec
 from ledger.provenance import Issuer
 from ledger.sealturn import wait_before
 from ledger.service import LeaseService
 from ledger.signer import Signer
-from ledger.storage import Storage, StorageError, default_origin, open_storage
+from ledger.storage import Storage, StorageError, default_origin
 from ledger.supervisor import Supervisor
 
 SEAL_SPACING = 1.0
@@ -71,14 +72,14 @@ class RuntimeConfig:
 class Runtime:
     """The running service, independent of how it is reached (HTTP, MCP, a CLI, a test)."""
 
-    def __init__(self, config: RuntimeConfig, storage: Storage) -> None:
+    def __init__(self, config: RuntimeConfig, backend: Backend) -> None:
         self.config = config
-        self.storage = storage
+        self.storage = storage = backend.storage
+        self.gauges = backend.gauges
         self.clock = config.clock
         secret = load_or_create_secret(config.keys_dir)
-        self.cluster: Membership = open_membership(
-            config.data_dir, config.database, keys_fingerprint(secret)
-        )
+        self.cluster: Membership = backend.membership
+        self._backend = backend
         keys = signing_keys(config.keys_dir, self.clock())
         rotation.refuse_retired(storage, keys[-1], self.clock())
         record_keys(storage, keys[-1], self.clock())
@@ -88,27 +89,34 @@ class Runtime:
         self.log = LogReader(storage, origin, keys[-1])
         self.issuer = Issuer(Signer(keys[-1].private_key))
         self.service = LeaseService(
-            storage, secret, config.limits, self.clock, self.cluster.worker, self.cluster.notify
+            storage,
+            secret,
+            config.limits,
+            self.clock,
+            self.cluster.worker,
+            self.cluster.notify,
+            backend.strategy,
         )
         self.tasks = Supervisor()
         self.tasks.add("leader", self._lead, LEAD_INTERVAL)
         self.tasks.add("sweeper", self._sweep, config.sweep_interval)
         self.tasks.add("sealer", self._seal, config.checkpoint_interval)
         self._seal_lock = asyncio.Lock()  # one reader's sealing in flight per process
-        self._turn = open_seal_turn(config.data_dir, config.database)
+        self._turn = backend.seal_turn
         self._switch: tuple[SigningKey, int] | None = None  # a scheduled switch: key, instant
         self.tasks.add("keywatch", self.reload_keys, config.key_watch_interval)
 
     @classmethod
     def open(cls, config: RuntimeConfig) -> Runtime:
-        """Open the storage (``config.database``, else ``config.data_dir``) as the serving
-        process and wire everything over it."""
+        """Open the ledger (``config.database``, else ``config.data_dir``) as a serving process
+        and wire everything over it."""
         names = NameCodec(load_or_create_names_key(config.keys_dir))
-        storage = open_storage(config.database or config.data_dir, names=names)
+        keys = keys_fingerprint(load_or_create_secret(config.keys_dir))
+        backend = open_backend(config.database or config.data_dir, names=names, keys=keys)
         try:
-            return cls(config, storage)
+            return cls(config, backend)
         except BaseException:
-            storage.close()
+            backend.close()
             raise
 
     async def start(self) -> None:
@@ -122,9 +130,7 @@ class Runtime:
         """Stop the tasks, let every queued commit finish, close the storage."""
         await self.tasks.stop()
         await self.service.stop()
-        self.cluster.close(asyncio.get_running_loop())
-        self._turn.close()
-        self.storage.close()
+        self._backend.close(asyncio.get_running_loop())
 
     @property
     def healthy(self) -> bool:
@@ -172,7 +178,7 @@ class Runtime:
         """The latest sealed checkpoint if it covers ``size`` entries (default: every entry
         durable now), else one sealed for the reader — at most one per ``SEAL_SPACING`` for all
         the worker processes of the ledger (every node's, on PostgreSQL) however many readers
-        ask (issue 8 item 11): they queue for the turn and share what it sealed."""
+        ask: they queue for the turn and share what it sealed."""
         async with self._seal_lock:
             want = self.log.size() if size is None else size
             latest = self.log.latest_checkpoint()

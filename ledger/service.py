@@ -36,7 +36,7 @@ from ledger.decider import Decider
 from ledger.entries import b64, iso, pseudonyms_of
 from ledger.merkle import root_at
 from ledger.ops import may_wait
-from ledger.storage import Storage, StorageError, Transaction
+from ledger.storage import Storage, StorageError, Transaction, WriterStrategy, writer_strategy
 
 
 @dataclass
@@ -57,8 +57,11 @@ class LeaseService:
     """This process's name in the ``waiters`` table (``ledger/cluster.py``)."""
     notify: Callable[[str, str], None] | None = None
     """Wakes another worker's waiter after a commit granted it (from the thread that writes)."""
+    strategy: WriterStrategy | None = None
+    """The writer's speed hooks (``ledger/backends.py``); None: those ``storage`` offers."""
 
     def __post_init__(self) -> None:
+        self._strategy = writer_strategy(self.storage) if self.strategy is None else self.strategy
         self._base = {"deterministic": True, "limits": self.limits.as_data(), "versions": VERSIONS}
         self._committer: GroupCommitter | None = None
         self._decider: Decider | None = None
@@ -72,7 +75,7 @@ class LeaseService:
         self._decider = Decider(
             self.master_secret, self.limits, self._base, loop, self.worker, self.notify
         )
-        self._committer = GroupCommitter(self.storage, loop, self._decider)
+        self._committer = GroupCommitter(self.storage, loop, self._decider, self._strategy)
         await self.durable(self.committer.submit(self._sweep_work(self.clock())))
 
     async def stop(self) -> None:
@@ -157,11 +160,11 @@ class LeaseService:
         return answer, durable
 
     def _warm(self, call: LeaseCall) -> Callable[[], None]:
-        decider, storage = self.decider, self.storage
+        decider, warm_lease = self.decider, self._strategy.warm_lease
 
         def prepare() -> None:
             decider.prepare(call)
-            storage.warm_lease(call.tenant, call.resource, call.holder, call.scope)
+            warm_lease(call.tenant, call.resource, call.holder, call.scope)
 
         return prepare
 

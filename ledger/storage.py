@@ -1,29 +1,23 @@
 """The storage seam (docs/decisions/0005): what the ledger needs from a durable backend.
 
 Every write happens inside :meth:`Storage.transaction`: one write transaction that the backend
-serializes against every other writer (SQLite: ``BEGIN IMMEDIATE`` on the one file;
-PostgreSQL: the ``log_head`` row lock, ``ledger/postgres/``) and commits durably on exit, or
-rolls back if the block raises.
-The group committer (``ledger/committer.py``) runs every batch queued since its last commit in
-one such transaction. Reads outside a transaction see only committed data. A backend lives in
-its own subpackage (``ledger/sqlite/``), is opened by :func:`open_storage`, and passes the
-contract suite ``tests/test_storage_contract.py``; nothing above this module knows SQL.
+serializes against every other writer and commits durably on exit, or rolls back if the block
+raises. Reads outside a transaction see only committed data. A backend lives in its own
+subpackage (``ledger/sqlite/``, ``ledger/postgres/``), is opened by ``ledger/backends.py``, and
+passes ``tests/test_storage_contract.py``; nothing above this module knows SQL. What a backend
+may offer beyond the seam — the writer's speed hooks, the gauges — are protocols of their own.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
 
 from ledger.changes import Change, PutCheckpoint
 from ledger.leases import Resource
-
-if TYPE_CHECKING:
-    from ledger.names import NameCodec
 
 CheckpointRecord = PutCheckpoint
 """A stored signed checkpoint: what :class:`PutCheckpoint` stored is what is read back."""
@@ -112,7 +106,7 @@ class Transaction(Protocol):
 
     def resources(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Resource]:
         """:meth:`resource` of many at once (those that exist), as the batch about to be
-        decided names them (issue 10)."""
+        decided names them: one read for the batch."""
         ...
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None: ...
@@ -183,17 +177,6 @@ class Snapshot(Protocol):
     def latest_checkpoint(self) -> CheckpointRecord | None: ...
 
 
-class Turns(Protocol):
-    """A backend's write lock, taken by one thread for another (docs/decisions/0017)."""
-
-    def lend(self, thread: int) -> None:
-        """Wait for the lock and hold it for ``thread`` (an ident): its transactions, until
-        :meth:`give_back`, run under it without taking it again."""
-        ...
-
-    def give_back(self) -> None: ...
-
-
 class Storage(Protocol):
     """A ledger backend: the write transaction, and the reads of the loop thread."""
 
@@ -201,22 +184,10 @@ class Storage(Protocol):
         """One durable write transaction, serialized against every other writer."""
         ...
 
-    def turns(self) -> Turns | None:
-        """The write lock, where a transaction is short and local enough for the event loop to
-        run it itself (SQLite); ``None`` where writes stay on a writer thread (PostgreSQL,
-        whose transactions wait for the network)."""
-        ...
-
     def tree_size(self) -> int: ...
 
     def node(self, level: int, index: int) -> bytes:
         """A stored perfect-subtree hash; ``KeyError`` if absent."""
-        ...
-
-    def warm_lease(self, tenant: str, resource: str, holder: str | None, scope: str | None) -> None:
-        """Make, outside any transaction, what writing this lease's rows will need (digests,
-        sealed names), so the write transaction, which excludes every other writer, only looks
-        it up (issue 10). Nothing is written; a backend without sealed names does nothing."""
         ...
 
     def entry(self, index: int) -> bytes | None: ...
@@ -257,14 +228,6 @@ class Storage(Protocol):
         """A random id fixed when the ledger was created (the default checkpoint origin)."""
         ...
 
-    def live_leases(self, now: int) -> int:
-        """How many leases have not expired at ``now`` (ms), by the expiry index (metrics)."""
-        ...
-
-    def queued_waiters(self) -> int:
-        """How many callers wait for a lease now, over every process and node (metrics)."""
-        ...
-
     def export_snapshot(self) -> AbstractContextManager[Snapshot]: ...
 
     def check_writable(self) -> None:
@@ -275,32 +238,61 @@ class Storage(Protocol):
     def close(self) -> None: ...
 
 
-def open_storage(location: Path | str, *, names: NameCodec | None = None) -> Storage:
-    """The ledger's backend: a ``postgresql://`` URL opens PostgreSQL (``ledger/postgres/``),
-    anything else is the SQLite folder (created if needed). ``names``: the names key's codec
-    (docs/decisions/0010);
-    without it the state tables (leases, resources, waits) cannot be read or written, and a
-    ledger whose names are not sealed yet stays as it is."""
-    if is_database_url(location):
-        _require_psycopg()
-        from ledger.postgres import PostgresStorage
+class Turns(Protocol):
+    """A backend's write lock, taken by one thread for another (docs/decisions/0017)."""
 
-        return PostgresStorage.open(str(location), names=names)
-    from ledger.sqlite import SQLiteStorage
+    def lend(self, thread: int) -> None:
+        """Wait for the lock and hold it for ``thread`` (an ident): its transactions, until
+        :meth:`give_back`, run under it without taking it again."""
+        ...
 
-    return SQLiteStorage.open(Path(location), names)
+    def give_back(self) -> None: ...
 
 
-def storage_exists(location: Path | str) -> bool:
-    """Whether ``location`` (a SQLite folder or a ``postgresql://`` URL) already holds a ledger."""
-    if is_database_url(location):
-        _require_psycopg()
-        from ledger.postgres import exists as postgres_exists
+@runtime_checkable
+class WriterStrategy(Protocol):
+    """How the writer goes fastest over a backend (``ledger/committer.py``): its speed hooks,
+    checked for once when the writer is made (:func:`writer_strategy`), never per call."""
 
-        return postgres_exists(str(location))
-    from ledger.sqlite import exists
+    def turns(self) -> Turns | None:
+        """The write lock, where a transaction is short and local enough for the event loop to
+        run it itself (SQLite); ``None`` where writes stay on a writer thread (PostgreSQL,
+        whose transactions wait for the network)."""
+        ...
 
-    return exists(Path(location))
+    def warm_lease(self, tenant: str, resource: str, holder: str | None, scope: str | None) -> None:
+        """Make, outside any transaction, what writing this lease's rows will need (digests,
+        sealed names), so the write transaction, which excludes every other writer, only looks
+        it up. Nothing is written; a backend without sealed names does nothing."""
+        ...
+
+
+class _ThreadWriter:
+    """The strategy of a backend that offers none: a writer thread, nothing to warm."""
+
+    def turns(self) -> Turns | None:
+        return None
+
+    def warm_lease(self, tenant: str, resource: str, holder: str | None, scope: str | None) -> None:
+        return None
+
+
+def writer_strategy(storage: Storage) -> WriterStrategy:
+    """The writer's hooks ``storage`` offers, else a writer thread's."""
+    return storage if isinstance(storage, WriterStrategy) else _ThreadWriter()
+
+
+@runtime_checkable
+class Gauges(Protocol):
+    """What a backend counts for the metrics, read at scrape time."""
+
+    def live_leases(self, now: int) -> int:
+        """How many leases have not expired at ``now`` (ms), by the expiry index."""
+        ...
+
+    def queued_waiters(self) -> int:
+        """How many callers wait for a lease now, over every process and node."""
+        ...
 
 
 def is_database_url(location: object) -> bool:
@@ -308,13 +300,14 @@ def is_database_url(location: object) -> bool:
     return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
 
 
-def _require_psycopg() -> None:
-    """The PostgreSQL backend needs the ``[postgres]`` extra: say so rather than a traceback."""
-    for module in ("psycopg", "psycopg_pool"):
-        if importlib.util.find_spec(module) is None:
-            raise StorageError(
-                f"a postgresql:// ledger needs {module}: pip install 'tenure[postgres]'"
-            )
+def redact(url: str) -> str:
+    """A database ``url`` without its password: what messages and logs may show."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 HOST_NAME_VARIABLE = "TENURE_HOST_NAME"

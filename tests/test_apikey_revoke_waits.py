@@ -19,9 +19,10 @@ from typing import Any
 import httpx
 import pytest
 
+from ledger.backends import open_storage
 from ledger.calls import KeyRevoked, LeaseCall, Limits
 from ledger.service import LeaseService
-from ledger.storage import ApiKeyRecord, open_storage
+from ledger.storage import ApiKeyRecord
 from ledger.tokens import secret_digest
 from tests.conftest import ROOT, Server
 from tests.names_key import NAMES
@@ -240,7 +241,7 @@ def test_the_transaction_reads_the_key_and_refuses_its_waiter(location: Path | s
         assert storage.revoke_api_key(key)
         with storage.transaction() as tx:
             assert tx.api_key_tenant(key) is None and tx.api_key_tenant(other) == "team-a"
-        token = held.data["ownerToken"]
+        token = held.owner_token
         await service.lease(LeaseCall("release", tenant, RESOURCE, owner_token=token))
         with pytest.raises(KeyRevoked):
             await waits[0]

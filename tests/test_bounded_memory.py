@@ -9,10 +9,10 @@ import gc
 import tracemalloc
 from pathlib import Path
 
+from ledger.backends import open_storage
 from ledger.calls import LeaseCall
 from ledger.lru import LRU
 from ledger.service import LeaseService
-from ledger.storage import open_storage
 from tests.names_key import NAMES
 
 SECRET = b"s" * 32
@@ -21,7 +21,7 @@ SECRET = b"s" * 32
 async def cycles(service: LeaseService, names: list[str]) -> None:
     async def one(name: str) -> None:
         granted = await service.lease(LeaseCall("acquire", "t", name, holder="w"))
-        token = granted.data["ownerToken"]
+        token = granted.owner_token
         await service.lease(LeaseCall("release", "t", name, owner_token=token))
 
     await asyncio.gather(*(one(name) for name in names))
@@ -40,7 +40,7 @@ def test_evicted_resources_continue_their_tokens_after_a_restart(tmp_path: Path)
         for name in names:
             answer = await service.lease(LeaseCall("acquire", "t", name, holder="x"))
             tokens.append(answer.data["fencingToken"])
-            owner = answer.data["ownerToken"]
+            owner = answer.owner_token
             await service.lease(LeaseCall("release", "t", name, owner_token=owner))
         await service.stop()
         storage.close()

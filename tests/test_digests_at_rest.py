@@ -20,11 +20,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from ledger.backends import open_storage
 from ledger.calls import LeaseCall, Limits
 from ledger.changes import AddWaiter
 from ledger.names import FINGERPRINT, REQUEST_INPUT
 from ledger.service import LeaseService
-from ledger.storage import open_storage
 from tests.names_key import NAMES
 from tests.test_names_at_rest import database_bytes
 
@@ -56,7 +56,7 @@ def run_workload(location: Path | str) -> None:
         await service.start()
         first = [await service.lease(call) for call in CALLS]
         assert [a.data["outcome"] for a in first] == ["GRANTED", "GRANTED"]
-        token = first[0].data["ownerToken"]
+        token = first[0].owner_token
         done = LeaseCall("complete", TENANT, "deploy:prod", owner_token=token, result={"ok": 1})
         assert (await service.lease(done)).data["outcome"] == "COMPLETED"
         again = await service.lease(CALLS[0])  # a replay of the stored request

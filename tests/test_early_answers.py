@@ -21,11 +21,12 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import Settings
+from ledger.backends import open_storage
 from ledger.calls import LeaseCall, StorageUnavailable
 from ledger.provenance import Issuer
 from ledger.service import LeaseService
-from ledger.sqlite import SQLiteStorage
-from ledger.storage import Storage, Transaction, open_storage
+from ledger.sqlite.backend import SQLiteStorage
+from ledger.storage import Storage, Transaction
 from tests.conftest import rid
 from tests.names_key import NAMES
 

@@ -8,9 +8,9 @@ import sqlite3
 from pathlib import Path
 
 from ledger import sealing
+from ledger.backends import open_storage
 from ledger.calls import LeaseCall, Limits
 from ledger.service import LeaseService
-from ledger.storage import open_storage
 from tests.names_key import NAMES
 
 SECRET = b"s" * 32
@@ -33,7 +33,7 @@ def test_a_completed_result_is_purged_when_its_lifecycle_ends(tmp_path: Path) ->
         service = LeaseService(storage, SECRET, limits=limits, clock=lambda: now[0])
         await service.start()
         call = LeaseCall("acquire", "t", "r", holder="w", fingerprint="job")
-        token = (await service.lease(call)).data["ownerToken"]
+        token = (await service.lease(call)).owner_token
         done = LeaseCall("complete", "t", "r", owner_token=token, result={"v": "kept-until"})
         await service.lease(done)
         await service.durable(service.committer.barrier())
@@ -62,7 +62,7 @@ def test_the_purge_survives_a_restart(tmp_path: Path) -> None:
         await service.start()
         if step == "complete":
             call = LeaseCall("acquire", "t", "r", holder="w")
-            token = (await service.lease(call)).data["ownerToken"]
+            token = (await service.lease(call)).owner_token
             done = LeaseCall("complete", "t", "r", owner_token=token, result="kept-until")
             await service.lease(done)
         else:

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ledger.backends import open_storage
 from ledger.calls import LeaseCall
 from ledger.entries import iso
 from ledger.service import LeaseService
-from ledger.storage import open_storage
 from tests.names_key import NAMES
 from verify.export_records import event_of
 from verify.invariants import Rules
@@ -36,7 +36,7 @@ def test_a_writer_whose_clock_is_behind_never_dates_an_entry_before_the_last(
         await ahead.lease(call("acquire", "a", ttl_seconds=30))
         granted = await behind.lease(call("acquire", "b", ttl_seconds=30))
         assert granted.data["expiresAt"] == iso(T + 5000 + 30_000)  # decided at the log's time
-        owner = str(granted.data["ownerToken"])
+        owner = str(granted.owner_token)
         await behind.lease(call("release", "b", owner_token=owner))
         await ahead.lease(call("acquire", "c", ttl_seconds=30))
         await behind.lease(call("acquire", "d", ttl_seconds=30))

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from ledger.keyring import load_or_create_names_key, load_or_create_secret, signing_keys
-from ledger.sqlite.schema import DB_NAME, open_db
+from ledger.sqlite.opening import open_db
+from ledger.sqlite.schema import DB_NAME
 from tests.conftest import ROOT
 
 

@@ -19,13 +19,14 @@ from typing import Any
 
 import pytest
 
+from ledger.backends import open_storage
 from ledger.calls import LeaseCall
 from ledger.changes import AppendEntry
 from ledger.committer import GroupCommitter
 from ledger.service import LeaseService
-from ledger.sqlite import SQLiteStorage
+from ledger.sqlite.backend import SQLiteStorage
 from ledger.sqlite.writelock import LOCK_NAME, WriteLock
-from ledger.storage import Transaction, Turns, open_storage
+from ledger.storage import Transaction, Turns
 from tests.names_key import NAMES
 
 SECRET = b"s" * 32

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ledger.backends import open_storage
 from ledger.changes import (
     AddWaiter,
     ArmDeadMan,
@@ -26,7 +27,7 @@ from ledger.changes import (
     RememberRequest,
 )
 from ledger.names import NameCodec, SealError
-from ledger.storage import StorageError, open_storage
+from ledger.storage import StorageError
 from tests.conftest import Server, lease, rid
 from tests.names_key import NAMES
 from tests.postgres import binaries

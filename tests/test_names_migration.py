@@ -16,12 +16,13 @@ from typing import Any
 import psycopg
 import pytest
 
+from ledger.backends import open_storage
 from ledger.calls import LeaseCall, Limits
 from ledger.postgres.schema import MIGRATIONS
 from ledger.sealing import CLEAR_COLUMNS
 from ledger.service import LeaseService
-from ledger.sqlite.schema import DB_NAME, connect, open_db
-from ledger.storage import open_storage
+from ledger.sqlite.opening import open_db
+from ledger.sqlite.schema import DB_NAME, connect
 from tests.names_key import NAMES
 from tests.test_names_at_rest import database_bytes, leaked, marks
 

@@ -172,8 +172,9 @@ def test_a_newer_ledger_is_refused_by_an_older_version(fresh_server: Server) -> 
 def test_no_migration_runs_under_a_live_older_server(tmp_path: Path) -> None:
     """A ledger one step behind, served by a live worker of the older version: this version
     refuses to upgrade it under that worker, and upgrades it once the worker is gone."""
-    from ledger.cluster import Cluster
-    from ledger.sqlite.schema import SCHEMA_VERSION, open_db
+    from ledger.sqlite.cluster import Cluster
+    from ledger.sqlite.opening import open_db
+    from ledger.sqlite.schema import SCHEMA_VERSION
     from ledger.storage import StorageError
 
     conn, _ = open_db(tmp_path, None)  # without the names key: stops before the sealing step

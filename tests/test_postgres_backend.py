@@ -18,13 +18,13 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from ledger.backends import open_storage, storage_exists
 from ledger.calls import LeaseCall, StorageUnavailable
 from ledger.changes import AppendEntry, PutNodes, PutResource
-from ledger.postgres import PostgresStorage
-from ledger.postgres.connection import redact
+from ledger.postgres.backend import PostgresStorage
 from ledger.postgres.schema import SCHEMA_VERSION
 from ledger.service import LeaseService
-from ledger.storage import DAMAGED, Storage, StorageError, open_storage, storage_exists
+from ledger.storage import DAMAGED, Storage, StorageError, redact
 from tests.names_key import NAMES
 
 

@@ -11,11 +11,12 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
+from ledger.backends import open_storage
 from ledger.postgres.connection import connect
 from ledger.postgres.leader import AdvisoryLeader
 from ledger.postgres.membership import PostgresMembership
 from ledger.postgres.wakeup import Wakeups, channel, notify
-from ledger.storage import StorageError, open_storage
+from ledger.storage import StorageError
 
 ROLE = 0x7465_6E75_7265_0010
 

@@ -8,10 +8,10 @@ from typing import Any
 import psycopg
 import pytest
 
+from ledger.backends import open_storage
 from ledger.changes import AddWaiter, ArmDeadMan, PutLease
 from ledger.postgres import reads
 from ledger.postgres.schema import MIGRATIONS, SCHEMA_VERSION
-from ledger.storage import open_storage
 from tests.names_key import NAMES
 
 

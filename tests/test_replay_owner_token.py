@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import Settings
+from ledger.backends import open_storage
 from ledger.calls import LeaseCall
 from ledger.service import LeaseService
-from ledger.storage import open_storage
 from tests.conftest import lease, rid
 from tests.names_key import NAMES
 
@@ -118,12 +118,12 @@ def test_a_grant_served_to_a_waiter_replays_its_token(tmp_path: Path) -> None:
         wait = LeaseCall("wait", "t", "r", holder="b", wait_seconds=30, request_id=rid("req"))
         waiting = asyncio.ensure_future(service.lease(wait))
         await asyncio.sleep(0.01)  # the waiter joins the queue
-        token = held.data["ownerToken"]
+        token = held.owner_token
         await service.lease(LeaseCall("release", "t", "r", owner_token=token))
         granted = await waiting
         replay = await service.lease(wait)
         assert granted.data["outcome"] == "GRANTED" and replay.data["replayed"] is True
-        assert replay.replay_owner_token == granted.data["ownerToken"]
+        assert replay.owner_token == granted.owner_token is not None
         await service.stop()
         storage.close()
 

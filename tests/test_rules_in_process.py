@@ -17,9 +17,9 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import Settings
+from ledger.backends import open_storage
 from ledger.calls import LeaseCall, Limits
 from ledger.service import LeaseService
-from ledger.storage import open_storage
 from tests.conftest import lease, rid
 from tests.names_key import NAMES
 
@@ -67,7 +67,7 @@ def test_a_waiter_is_served_in_order_when_the_slot_is_released(tmp_path: Path) -
             first = asyncio.ensure_future(svc.lease(LeaseCall("wait", "t", "r", holder="b")))
             second = asyncio.ensure_future(svc.lease(LeaseCall("wait", "t", "r", holder="c")))
             await asyncio.sleep(0)  # both join the queue, in this order
-            token = held.data["ownerToken"]
+            token = held.owner_token
             await svc.lease(LeaseCall("release", "t", "r", owner_token=token))
             served = await first
             assert (served.data["outcome"], served.data["holder"]) == ("GRANTED", "b")
@@ -123,7 +123,7 @@ def test_a_completed_lifecycle_ends_and_the_resource_starts_over(tmp_path: Path)
         clock = Clock()
         async with service(tmp_path, clock, lifecycle_seconds=60) as svc:
             granted = await svc.lease(acquire(fingerprint="job-1"))
-            done = LeaseCall("complete", "t", "r", owner_token=granted.data["ownerToken"])
+            done = LeaseCall("complete", "t", "r", owner_token=granted.owner_token)
             done.result = {"ok": True}
             await svc.lease(done)
             clock.now += 59_999

@@ -9,12 +9,15 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ledger.backends import open_backend
 from ledger.calls import LeaseCall, StorageUnavailable
+from ledger.keyring import keys_fingerprint, load_or_create_secret
 from ledger.runtime import Runtime, RuntimeConfig
-from ledger.storage import Storage, Transaction, open_storage
+from ledger.storage import Storage, Transaction
 from tests.conftest import ROOT
 from tests.names_key import NAMES
 
@@ -70,8 +73,10 @@ class Flaky:
 
 def start_runtime(tmp_path: Path, clock: Callable[[], int]) -> tuple[Runtime, Flaky]:
     config = RuntimeConfig(tmp_path / "data", tmp_path / "keys", sweep_interval=0.005, clock=clock)
-    flaky = Flaky(open_storage(config.data_dir, names=NAMES))
-    return Runtime(config, flaky), flaky  # type: ignore[arg-type]
+    keys = keys_fingerprint(load_or_create_secret(config.keys_dir))
+    backend = open_backend(config.data_dir, names=NAMES, keys=keys)
+    flaky = Flaky(backend.storage)
+    return Runtime(config, replace(backend, storage=flaky)), flaky  # type: ignore[arg-type]
 
 
 async def until(condition: Callable[[], bool]) -> None:

@@ -19,11 +19,12 @@ import psycopg
 import pytest
 
 from ledger.calls import LeaseCall
-from ledger.cluster import lock_held
-from ledger.postgres import PostgresStorage
+from ledger.postgres.backend import PostgresStorage
 from ledger.postgres.sealturn import DatabaseTurn
 from ledger.runtime import SEAL_SPACING, Runtime, RuntimeConfig
-from ledger.sealturn import HostTurn, wait_before
+from ledger.sealturn import wait_before
+from ledger.sqlite.cluster import lock_held
+from ledger.sqlite.sealturn import HostTurn
 from tests.names_key import NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,8 @@ def test_a_holder_killed_with_minus_9_gives_the_turn_back(tmp_path: Path) -> Non
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from ledger.sealturn import HostTurn\n"
+            "import sys, time; from pathlib import Path\n"
+            "from ledger.sqlite.sealturn import HostTurn\n"
             "t = HostTurn(Path(sys.argv[1])); t.take(); t.give(77.0); t.take()\n"
             "print('held', flush=True); time.sleep(60)",
             str(path),

@@ -15,10 +15,10 @@ import pytest
 from api import logs as access_log
 from api.tenancy import RateLimiter
 from ledger.answers import REDACTED, redact
+from ledger.backends import open_storage
 from ledger.calls import LeaseCall, StorageUnavailable
 from ledger.service import LeaseService
 from ledger.sqlite.schema import DB_NAME
-from ledger.storage import open_storage
 from tests.names_key import NAMES
 
 SECRET = b"s" * 32
@@ -46,7 +46,7 @@ def test_a_grant_served_from_the_queue_replays_its_request_id(tmp_path: Path) ->
             service.lease(call("wait", holder="b", wait_seconds=30, request_id="req-b"))
         )
         await asyncio.sleep(0.01)  # let the waiter queue up
-        token = held.data["ownerToken"]
+        token = held.owner_token
         await service.lease(call("release", owner_token=token))
         granted = await waiting
         assert granted.data["outcome"] == "GRANTED"

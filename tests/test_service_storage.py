@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from ledger.backends import open_storage
 from ledger.calls import LeaseCall, StorageUnavailable
 from ledger.service import LeaseService
-from ledger.storage import open_storage
 from tests.conftest import Server, lease, rid
 from tests.names_key import NAMES
 
@@ -70,7 +70,7 @@ def test_state_and_tokens_survive_a_restart(tmp_path: Path) -> None:
         service = LeaseService(storage, SECRET)
         await service.start()
         answer = await service.lease(acquire(resource, holder=rid()))
-        release = LeaseCall("release", "t", resource, owner_token=answer.data["ownerToken"])
+        release = LeaseCall("release", "t", resource, owner_token=answer.owner_token)
         await service.lease(release)
         await service.stop()
         storage.close()
@@ -135,7 +135,7 @@ def test_one_batch_of_equal_calls_gets_distinct_owner_tokens_and_capacity_holds(
         answers = await asyncio.gather(*(service.lease(c) for c in [*calls, calls[0]]))
         outcomes = [answer.data["outcome"] for answer in answers]
         assert outcomes.count("GRANTED") == 3, outcomes
-        tokens = [a.data["ownerToken"] for a in answers if a.data["outcome"] == "GRANTED"]
+        tokens = [a.owner_token for a in answers if a.data["outcome"] == "GRANTED"]
         assert len(set(tokens)) == 3
         for token in tokens:  # each token releases its own lease, once
             released = await service.lease(LeaseCall("release", "t", "pool", owner_token=token))

@@ -7,9 +7,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from ledger.backends import open_storage
 from ledger.sqlite.migrations import STATE_COLUMNS
 from ledger.sqlite.schema import DB_NAME, SCHEMA_VERSION
-from ledger.storage import open_storage
 from tests.names_key import NAMES, unkeyed_fingerprints
 from tests.test_state_table import START, _resources, _write_some, carry_on
 

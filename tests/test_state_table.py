@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from ledger.backends import open_storage
 from ledger.calls import LeaseCall, Limits, StorageUnavailable
 from ledger.leases import Resource
 from ledger.service import LeaseService
 from ledger.sqlite.schema import DB_NAME, SCHEMA_VERSION
-from ledger.storage import Storage, open_storage
+from ledger.storage import Storage
 from tests.names_key import NAMES, unkeyed_fingerprints
 
 START = 1_800_000_000_000
@@ -53,7 +54,7 @@ def _write_some(storage: Storage) -> None:
         for call in calls:
             assert (await service.lease(call)).data["outcome"] == "GRANTED"
         done = await service.lease(LeaseCall("acquire", "t", "done", holder="e", fingerprint="f"))
-        token = done.data["ownerToken"]
+        token = done.owner_token
         finish = LeaseCall("complete", "t", "done", owner_token=token, result={"v": 1})
         assert (await service.lease(finish)).data["outcome"] == "COMPLETED"
         await service.stop()

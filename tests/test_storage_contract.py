@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ledger.backends import gauges, open_backend, open_storage, writer_strategy
 from ledger.changes import (
     AddWaiter,
     AppendEntry,
@@ -45,7 +46,6 @@ from ledger.storage import (
     Transaction,
     Turns,
     WaiterRecord,
-    open_storage,
 )
 from tests.names_key import NAMES
 
@@ -435,3 +435,27 @@ def test_changes_of_one_transaction_take_effect_in_their_order(storage: Storage)
         assert tx.resource("t", "r") == Resource(
             "t", "r", 1, 2, leases=[Lease("b", 2, b"e" * 32, 8_000, None, 1)]
         )
+
+
+def test_each_backend_offers_the_writers_hooks_and_the_gauges(storage: Storage) -> None:
+    """What the writer and the metrics take beyond the seam, checked for once on opening:
+    SQLite lends its write lock to the event loop, PostgreSQL writes on a thread."""
+    assert writer_strategy(storage) is storage and gauges(storage) is storage
+    lent = writer_strategy(storage).turns() is not None
+    assert lent == (type(storage).__module__ == "ledger.sqlite.backend")
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_open_backend_refuses_a_ledger_first_served_with_other_keys(
+    request: pytest.FixtureRequest, tmp_path: Path, backend: str
+) -> None:
+    location = BACKENDS[backend](request, tmp_path)
+    served = open_backend(location, names=NAMES, keys="a" * 64)
+    try:
+        assert served.seal_turn.take() == 0.0  # the turn of this ledger, never sealed yet
+        served.seal_turn.give(None)
+        with pytest.raises(StorageError, match="keys folder"):
+            open_backend(location, names=NAMES, keys="b" * 64)
+    finally:
+        served.close()
+    open_backend(location, names=NAMES, keys="a" * 64).close()  # closed: nothing left held

@@ -7,11 +7,10 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from ledger.storage import StorageError, is_database_url
+from ledger.storage import StorageError, is_database_url, redact
 
 Conn = psycopg.Connection[Any]
 __all__ = ["Conn", "Reader", "configure", "connect", "is_database_url", "redact"]
@@ -19,16 +18,6 @@ T = TypeVar("T")
 
 CONNECT_TIMEOUT = 5
 """Seconds to wait for the server to accept a connection before the storage is unavailable."""
-
-
-def redact(url: str) -> str:
-    """``url`` without its password: what messages and logs may show."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def configure(conn: Conn) -> None:

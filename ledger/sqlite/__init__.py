@@ -1,5 +1,2 @@
-"""The SQLite backend of the storage seam (ledger/storage.py); all of tenure's SQL lives here."""
-
-from ledger.sqlite.backend import SQLiteStorage, exists
-
-__all__ = ["SQLiteStorage", "exists"]
+"""The SQLite backend of the storage seam (ledger/storage.py); all of tenure's SQL lives here,
+opened through ledger/backends.py."""

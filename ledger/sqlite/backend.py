@@ -19,8 +19,9 @@ from ledger.leases import Resource
 from ledger.names import NameCodec, needs_names
 from ledger.sqlite import reads
 from ledger.sqlite.checkpointer import Checkpointer
+from ledger.sqlite.opening import open_db
 from ledger.sqlite.pending import PendingWrites
-from ledger.sqlite.schema import DB_NAME, NAMES_STEP, connect, open_db
+from ledger.sqlite.schema import DB_NAME, NAMES_STEP, connect
 from ledger.sqlite.store import apply
 from ledger.sqlite.writelock import WriteLock
 from ledger.storage import (

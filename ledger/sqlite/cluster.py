@@ -1,5 +1,5 @@
-"""Several worker processes on one ledger folder (issue 10, docs/decisions/0006): who is alive,
-who leads, and how one process wakes a waiter held by another.
+"""Several worker processes on one ledger folder (docs/decisions/0006): who is alive, who
+leads, and how one process wakes a waiter held by another.
 
 All of it is the local host's: ``flock`` on files under ``<data>/run/`` and Linux abstract unix
 datagram sockets, so nothing is left behind by a process killed with -9 — the kernel drops its

@@ -8,6 +8,7 @@ Serves what the reading commands ask: ``tenure export`` and ``tenure apikey list
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +20,14 @@ from ledger.sqlite.backend import SQLiteSnapshot
 from ledger.sqlite.schema import DB_NAME
 from ledger.storage import ApiKeyRecord, KeyRecord, StorageError
 
-__all__ = ["ReadOnlyLedger"]
+__all__ = ["ReadOnlyLedger", "writable"]
+
+
+def writable(folder: Path) -> bool:
+    """Whether this process may write the folder and its database (root on a read-only mount
+    may not; ``os.access`` asks the kernel, which knows both)."""
+    database = folder / DB_NAME
+    return os.access(folder, os.W_OK) and os.access(database, os.W_OK)
 
 
 class ReadOnlyLedger:

@@ -5,16 +5,11 @@ after the first two, and the migration that runs them: ``ledger/sqlite/migration
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import sqlite_utils
-
-from ledger.cluster import serving
-from ledger.names import NameCodec
 
 SCHEMA_VERSION = 7
 NAMES_STEP = 3
@@ -164,33 +159,3 @@ SEALED_TABLES = (
     "CREATE INDEX waiters_queue ON waiters(tenant, resource, seq)",
     "CREATE INDEX waiters_worker ON waiters(worker)",
 )
-
-
-def open_db(data_dir: Path, names: NameCodec | None) -> tuple[sqlite3.Connection, int]:
-    """Open (creating if needed) the ledger, private to its owner: the folder 0700, the database
-    and its WAL and shared-memory files 0600; the schema version reached is returned."""
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(data_dir, 0o700)
-    path = data_dir / DB_NAME
-    _create_private(path)
-    conn = connect(path)
-    from ledger.sqlite.migrations import migrate  # its steps build on this module's tables
-
-    version = migrate(conn, names, lambda: serving(data_dir))
-    for name in (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm"):
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(data_dir / name, 0o600)
-    return conn, version
-
-
-def _create_private(path: Path) -> None:
-    """Create the database file 0600 if it is missing, and never open an existing one.
-
-    SQLite's locks are POSIX record locks, which a process loses on *every* descriptor of the
-    file the moment it closes *any* one of them: opening and closing the file beside a live
-    connection (a key rotation's second handle, an admin CLI) would drop them, and the next
-    process to close would take itself for the last, checkpoint and delete the WAL under the
-    running server. ``O_EXCL`` only ever opens a file that no connection can hold yet.
-    """
-    with contextlib.suppress(FileExistsError):
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
