@@ -99,3 +99,44 @@ def test_the_lease_model_and_the_runtime_are_in_no_import_circle() -> None:
 def test_circles_finds_the_circle_and_not_what_leads_into_it() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert circles(graph) == [{"a", "b", "c"}]
+
+
+def test_no_import_circle_among_ledger_modules() -> None:
+    """Neither a module-level nor a function-level import closes a circle: the seam imports no
+    backend, a backend's modules import each other one way."""
+    assert [sorted(circle) for circle in circles(import_graph("ledger"))] == []
+
+
+BACKENDS = ("ledger.sqlite", "ledger.postgres")
+
+
+def test_only_ledger_backends_imports_a_backend() -> None:
+    """``ledger/backends.py`` is the one place that chooses a backend by URL."""
+    wrong = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for floor in ("ledger", "api", "verify")
+        for path in sorted((ROOT / floor).rglob("*.py"))
+        if not _inside_a_backend(path)
+        for name in imported(path)
+        if any(name == backend or name.startswith(backend + ".") for backend in BACKENDS)
+    ]
+    assert wrong == []
+
+
+def _inside_a_backend(path: Path) -> bool:
+    relative = path.relative_to(ROOT).as_posix()
+    return relative == "ledger/backends.py" or relative.startswith(
+        ("ledger/sqlite/", "ledger/postgres/")
+    )
+
+
+def test_the_storage_seam_has_at_most_30_members_and_no_speed_hooks() -> None:
+    """``Storage`` is the transaction and the domain reads; the writer's hooks and the gauges
+    are protocols of their own, which a backend may offer."""
+    from ledger.storage import Gauges, Storage, WriterStrategy
+
+    members = {name for name in vars(Storage) if not name.startswith("_")}
+    assert len(members) <= 30, sorted(members)
+    hooks = {name for protocol in (WriterStrategy, Gauges) for name in vars(protocol)}
+    assert members & {"turns", "warm_lease", "live_leases", "queued_waiters"} == set()
+    assert {"turns", "warm_lease", "live_leases", "queued_waiters"} <= hooks
