@@ -17,6 +17,7 @@ import asyncio
 import mmap
 import os
 import socket
+import ssl
 import struct
 from collections.abc import Callable, Sized
 from typing import Any
@@ -74,8 +75,9 @@ class BalancedAcceptor:
         slot: int,
         connections: Sized,
         clock: Callable[[], float] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
-        self._sock, self._factory = sock, factory
+        self._sock, self._factory, self._tls = sock, factory, tls
         self._shares, self._slot, self._connections = shares, slot, connections
         self._loop = asyncio.get_running_loop()
         self._clock = clock or self._loop.time  # a test's fixed clock
@@ -136,8 +138,8 @@ class BalancedAcceptor:
 
     async def _start(self, conn: socket.socket) -> None:
         try:
-            await self._loop.connect_accepted_socket(self._factory, conn)
-        except OSError:
+            await self._loop.connect_accepted_socket(self._factory, conn, ssl=self._tls)
+        except OSError:  # ssl.SSLError too: a refused handshake
             conn.close()  # the client left before its transport was made
         finally:
             self._pending -= 1
@@ -176,5 +178,7 @@ class BalancedServer(uvicorn.Server):
             )
 
         for sock in sockets or []:
-            acceptor = BalancedAcceptor(sock, factory, self._shares, self._slot, state.connections)
+            acceptor = BalancedAcceptor(
+                sock, factory, self._shares, self._slot, state.connections, tls=config.ssl
+            )
             self.servers.append(acceptor)  # type: ignore[arg-type]

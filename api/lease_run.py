@@ -26,6 +26,7 @@ from typing import Any
 from api.files import atomic_write
 from api.revoke_cli import add_revoke_parser, revoke_main
 from api.server_options import add_server_options
+from api.tls_options import add_client_tls_options, cert_files, client_tls_problem
 from ledger.defaults import DEFAULT_TTL_SECONDS
 
 EXIT_USAGE = 2
@@ -53,6 +54,7 @@ def add_lease_parser(commands: Any) -> None:
     )
     run.add_argument("resource", help="the resource to lease")
     add_server_options(run)
+    add_client_tls_options(run)
     run.add_argument(
         "--holder",
         default=f"{socket.gethostname()}:{os.getpid()}"[:128],
@@ -106,9 +108,14 @@ def lease_main(args: argparse.Namespace, command: list[str]) -> int:
     if args.ttl < 1 or args.grace < 0:
         print("tenure lease run: --ttl must be ≥ 1 and --grace ≥ 0", file=sys.stderr)
         return EXIT_USAGE
+    problem = client_tls_problem(args)
+    if problem is not None:
+        print(f"tenure lease run: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     from api.client import Client
 
-    with Client(args.url, args.api_key, args.namespace, args.trust) as client:
+    tls = {"cacert": args.cacert, "cert": cert_files(args)}
+    with Client(args.url, args.api_key, args.namespace, args.trust, **tls) as client:
         return _run(client, args, command)
 
 

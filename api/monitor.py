@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from api.files import atomic_write
 from api.monitor_log import Log, Unavailable
+from api.tls_options import add_client_tls_options, client_tls_problem
 from verify import ijson
 from verify.errors import MalformedInput
 from verify.monitor import Finding, Monitor, MonitorState, Seen, Violation, proof_hashes
@@ -72,14 +73,21 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--cosign-key", type=Path, metavar="FILE", help="Ed25519 PEM (created)")
     parser.add_argument("--cosign-name", default="tenure-monitor", help="cosigner key name")
     parser.add_argument("--cosign-dir", type=Path, help="where cosigned checkpoints go")
+    add_client_tls_options(parser, mutual=False)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the monitor; the exit code is the documented one."""
     import httpx  # only this command needs an HTTP client (the `monitor` extra)
 
+    from api.client.tls import tls_verify
+
+    if problem := client_tls_problem(args):
+        print(f"tenure monitor: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     out = Reporter(sys.stdout, args.json)
-    with httpx.Client(base_url=args.url.rstrip("/"), timeout=args.request_timeout) as client:
+    url, tls = args.url.rstrip("/"), tls_verify(args.cacert, None)
+    with httpx.Client(base_url=url, timeout=args.request_timeout, verify=tls) as client:
         log = Log(client, args.request_timeout)
         log.start_round(args.round_timeout)
         try:

@@ -17,6 +17,7 @@ from typing import Any
 
 from api.database_option import ledger_location
 from api.serve_options import DefaultsShown, add_serve_options, option_problem, settings
+from api.tls_options import uvicorn_tls
 
 
 def add_parser(commands: Any) -> None:
@@ -53,7 +54,7 @@ def serve_main(args: argparse.Namespace, argv: list[str]) -> int:
         if problem is not None:
             print(f"tenure: {problem}", file=sys.stderr)
             return 2
-        url = workers.url_of(args.host, sock)
+        url = workers.url_of(args.host, sock, https=args.tls_cert is not None)
         if args.workers == 1:
             return _serve_one(args, sock, lambda: workers.announce(url, 1))
         return workers.Workers(_without_workers(argv), sock, args.workers, url).run()
@@ -103,6 +104,7 @@ def _serve_one(args: argparse.Namespace, sock: socket.socket, ready: Callable[[]
         log_level=args.log_level,
         access_log=False,  # the app writes it, buffered (api/logs.py AccessLog)
         timeout_graceful_shutdown=5,
+        **uvicorn_tls(args),
     )
     server = _server(config, args)
     _call_when_started(server, ready)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from api.database_option import add_database_option
+from api.tls_options import add_serve_tls_options, serve_tls_problem
 
 if TYPE_CHECKING:
     from api.settings import Settings
@@ -72,6 +73,7 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
         default=16 * 1024,
         help="largest request line plus headers; larger gets 431",
     )
+    add_serve_tls_options(serve)
     serve.add_argument(
         "--workers",
         type=int,
@@ -111,7 +113,7 @@ def option_problem(args: argparse.Namespace) -> str | None:
         socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as error:
         return f"--host {args.host!r} is not an address to listen on: {error}"
-    return _settings_problem(args)
+    return serve_tls_problem(args) or _settings_problem(args)
 
 
 def _settings_problem(args: argparse.Namespace) -> str | None:

@@ -138,10 +138,11 @@ class Report:
                 os.write(self._fd, line)
 
 
-def url_of(host: str, sock: socket.socket) -> str:
+def url_of(host: str, sock: socket.socket, https: bool = False) -> str:
     """The URL the server answers on (the bound port, for ``--port 0``)."""
     port = sock.getsockname()[1]
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    scheme = "https" if https else "http"
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
 def announce(url: str, count: int) -> None:

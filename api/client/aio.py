@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import random
 import time
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -16,6 +17,7 @@ from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
 from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sleep, headers
 from api.client.errors import LeaseLost, TenureError
 from api.client.keeper import Keeper, OnLost, logger, report_loss
+from api.client.tls import CertFiles, tls_verify
 from api.client.trust import Trust
 from ledger.defaults import DEFAULT_TTL_SECONDS
 
@@ -34,10 +36,13 @@ class AsyncClient:
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         verify: bool = True,
+        cacert: str | Path | None = None,
+        cert: CertFiles | None = None,
     ) -> None:
         self.core = Core(trust, timeout, retry or RetryPolicy(), verify)
         sent = headers(api_key, namespace)
-        self._http = httpx.AsyncClient(base_url=url, headers=sent, transport=transport)
+        tls = tls_verify(cacert, cert)
+        self._http = httpx.AsyncClient(base_url=url, headers=sent, transport=transport, verify=tls)
 
     async def __aenter__(self) -> AsyncClient:
         return self

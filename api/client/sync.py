@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -14,6 +15,7 @@ from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
 from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sleep, headers
 from api.client.errors import LeaseLost, TenureError
 from api.client.keeper import Keeper, OnLost, logger, report_loss
+from api.client.tls import CertFiles, tls_verify
 from api.client.trust import Trust
 from ledger.defaults import DEFAULT_TTL_SECONDS
 
@@ -21,7 +23,9 @@ from ledger.defaults import DEFAULT_TTL_SECONDS
 class Client:
     """A tenure client: every answer's receipt is verified before it is returned, against
     ``trust`` (a did:key, or the keyring of ``GET /api/v1/keys``) or, without it, the keyring
-    this server serves (``verify=False``: no check at all); ``transport`` is for tests."""
+    this server serves (``verify=False``: no check at all); ``cacert`` trusts a private CA's
+    server certificate, ``cert`` (cert file, key file) is shown to a mutual-TLS server;
+    ``transport`` is for tests."""
 
     def __init__(
         self,
@@ -34,10 +38,13 @@ class Client:
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
         verify: bool = True,
+        cacert: str | Path | None = None,
+        cert: CertFiles | None = None,
     ) -> None:
         self.core = Core(trust, timeout, retry or RetryPolicy(), verify)
         sent = headers(api_key, namespace)
-        self._http = httpx.Client(base_url=url, headers=sent, transport=transport)
+        tls = tls_verify(cacert, cert)
+        self._http = httpx.Client(base_url=url, headers=sent, transport=transport, verify=tls)
 
     def __enter__(self) -> Client:
         return self
