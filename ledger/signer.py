@@ -12,7 +12,9 @@ OpenSSL's, faster (``tests/test_fast_signing.py``; figures in docs/performance.m
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -124,7 +126,7 @@ class Signer:
         kept for the next call: every answer of the same millisecond has the same."""
         cached, quoted = self._created
         if created != cached:
-            check_datetime_stamp(created)  # as hash_data checks it; ASCII only, so JSON-plain
+            _check_stamp(created)  # as hash_data checks it; ASCII only, so JSON-plain
             quoted = b'"' + created.encode("ascii") + b'"'
             self._created = (created, quoted)
         return quoted
@@ -141,6 +143,22 @@ class Signer:
         before, rest = canonicalize(config).split(canonicalize(_CREATED))
         between, after = rest.split(canonicalize(_VALUE))
         return prefix, suffix, before, between + b'"', b'"' + after
+
+
+_MILLIS_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", re.ASCII).fullmatch
+"""The form every answer's ``created`` has (``ledger.entries.iso``)."""
+
+
+def _check_stamp(created: str) -> None:
+    """``check_datetime_stamp(created)``, a tenth of its cost for the answers' own form: the
+    shape by one regex, the date and time by ``datetime.fromisoformat`` (the same ranges)."""
+    if type(created) is str and _MILLIS_STAMP(created) is not None:
+        try:
+            datetime.fromisoformat(created[:-1])
+            return
+        except ValueError:
+            pass  # the verifier's check says why
+    check_datetime_stamp(created)
 
 
 def _sodium_key(private_key: Ed25519PrivateKey) -> bytes:

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from ledger import signer as signing
 from ledger.provenance import Issuer, canonical_request
 from ledger.signer import Signer
-from verify.dataintegrity import JCS_SUITE, RDFC_SUITE, verify_proof
+from verify.dataintegrity import JCS_SUITE, RDFC_SUITE, check_datetime_stamp, verify_proof
+from verify.errors import MalformedInput
 
 
 def test_the_server_extra_brings_pynacl() -> None:
@@ -43,3 +44,39 @@ def test_a_credential_is_the_same_whoever_signs_it() -> None:
         ours = Issuer(sodium).issue(data, request, None, None, now, suite)
         theirs = Issuer(openssl).issue(data, request, None, None, now, suite)
         assert ours == theirs and verify_proof(ours).verified
+
+
+def _verdict(check: object, value: str) -> str | None:
+    try:
+        check(value)  # type: ignore[operator]
+    except MalformedInput as error:
+        return str(error)
+    return None
+
+
+_stamps = st.builds(
+    "{}-{}-{}T{}:{}:{}.{}Z".format,
+    st.integers(0, 9999).map("{:04d}".format),
+    st.integers(0, 19).map("{:02d}".format),
+    st.integers(0, 39).map("{:02d}".format),
+    st.integers(0, 29).map("{:02d}".format),
+    st.integers(0, 69).map("{:02d}".format),
+    st.integers(0, 69).map("{:02d}".format),
+    st.integers(0, 999).map("{:03d}".format),
+)
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    _stamps
+    | st.sampled_from(
+        ["2028-02-29T23:59:59.999Z", "2026-02-29T00:00:00.000Z", "2026-01-01T24:00:00.000Z"]
+    )
+    | st.sampled_from(
+        ["2026-01-01T00:00:00.000+00:00", "2026-01-01T00:00:00Z", "२०२६-01-01T00:00:00.000Z"]
+    )
+)
+def test_the_stamp_check_of_answers_refuses_what_the_verifiers_refuses(stamp: str) -> None:
+    """The signer's quick check of ``created`` accepts exactly what the verifier's accepts, and
+    refuses in the same words (out-of-range dates, leap days, other forms, non-ASCII digits)."""
+    assert _verdict(signing._check_stamp, stamp) == _verdict(check_datetime_stamp, stamp)
