@@ -1,19 +1,11 @@
 """``PostgresStorage``: the storage Protocol over one PostgreSQL database (docs/postgres.md).
 
-Writes go through a psycopg pool: each :meth:`PostgresStorage.transaction` takes a connection,
-begins, and first locks the one ``log_head`` row, which serializes every writer of the database —
-one log index sequence, one tree (docs/decisions/0005). The transaction runs in pipeline mode:
-statements whose result nobody reads are sent without waiting for each reply (a read waits for
-everything before it), so a group commit of many events costs few round trips; a refused
-statement fails the transaction at the latest when it commits. Commits are durable
-(``synchronous_commit = on`` on every session). Reads of the loop thread go through one
-reconnecting connection (``connection.Reader``); the export snapshot is its own REPEATABLE READ
-READ ONLY transaction. Every database failure surfaces as :class:`StorageError`.
-
-Several nodes (and several worker processes per node) share one database: the ``log_head`` lock
-serializes their writes and every decision reads what it decides on under it (docs/decisions/0006);
-who is alive, who leads and how waiters are woken across nodes is
-``ledger/postgres/membership.py`` (docs/decisions/0009).
+Each :meth:`PostgresStorage.transaction` takes a pooled connection and first locks the one
+``log_head`` row, which serializes every writer of every node — one log index sequence, one
+tree (docs/decisions/0005, 0006). It runs in pipeline mode: statements whose result nobody
+reads are not waited for, so a group commit costs few round trips. Commits are durable
+(``synchronous_commit = on``); the loop's reads use one reconnecting connection
+(``connection.Reader``); every database failure surfaces as :class:`StorageError`.
 """
 
 from __future__ import annotations

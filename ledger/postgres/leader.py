@@ -1,15 +1,10 @@
 """One node at a time for a background role (sweeper, dead-man switch, sealer), by advisory lock.
 
-Several nodes on one database (docs/decisions/0009): ``ledger/postgres/membership.py`` uses it
-for the leader of all nodes' workers. :class:`AdvisoryLeader` holds a session advisory lock
-(``pg_try_advisory_lock``) on a connection of its own: the database releases it when that session
-ends — the node died, was killed, or lost its connection — and the next :meth:`try_lead` of
-another node takes over. Each call first checks that its own session is still alive, so a node
-whose connection was dropped stops leading at its next check.
-
-Between a session's end and its node's next check both nodes may believe they lead, for at most
-one check interval: a role run this way must be safe to run twice (decisions re-read and decide
-inside the write transaction, docs/decisions/0005), the lock only keeps the duplicates rare.
+:class:`AdvisoryLeader` holds a session advisory lock on a connection of its own
+(docs/decisions/0009): the database releases it when that session ends, and the next
+:meth:`try_lead` of another node takes over; each call first checks its own session is alive.
+Between a session's end and that check two nodes may both lead for one interval, so a role run
+this way must be safe to run twice (it decides inside the write transaction, decisions/0005).
 """
 
 from __future__ import annotations

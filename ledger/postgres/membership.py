@@ -1,16 +1,11 @@
 """Several nodes on one PostgreSQL ledger: liveness, leadership and wake-ups (decisions/0009).
 
-- **Liveness**: each worker process holds, for its life, a session advisory lock
-  ``(LIVE_CLASS, n)`` on a connection of its own; its id in the ``waiters`` table is ``n`` in
-  hex. The database releases the lock when that session ends — the process died, was killed with
-  -9, its host vanished (after TCP keepalive) — so a worker whose lock nobody holds is dead, and
-  the leader purges its waiters. A live session holding a lock is the proof of life: no
-  heartbeats, no clocks.
-- **Leadership**: :class:`~ledger.postgres.leader.AdvisoryLeader` (another session lock), taken
-  over by another node's next :meth:`PostgresMembership.try_lead` once the leader's session ends.
-- **Wake-ups**: ``NOTIFY tenure_wake_<worker>, '<waiter id>'`` after the granting commit; each
-  worker ``LISTEN``s on its channel (:class:`~ledger.postgres.wakeup.Wakeups`). A lost
-  notification costs latency only: the waiter re-checks its row at its deadline.
+- **Liveness**: each worker holds a session advisory lock ``(LIVE_CLASS, n)`` for its life (its
+  id is ``n`` in hex); the database drops it when the session ends, so a worker whose lock
+  nobody holds is dead and the leader purges its waiters. No heartbeats, no clocks.
+- **Leadership**: :class:`~ledger.postgres.leader.AdvisoryLeader`, another session lock.
+- **Wake-ups**: ``NOTIFY tenure_wake_<worker>, '<waiter id>'`` after the granting commit; a lost
+  one costs latency only (the waiter re-checks its row at its deadline).
 """
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ def resources(
     conn: Conn, names: NameCodec, keys: Sequence[tuple[str, str]]
 ) -> dict[tuple[str, str], Resource]:
     """The resources of ``keys`` that exist, with their leases: two round trips per tenant for a
-    whole batch, where :func:`resource` takes two per resource (issue 10). A lease whose
+    whole batch, where :func:`resource` takes two per resource. A lease whose
     resource row is gone is a damaged ledger: :class:`StorageError`, never a fresh resource."""
     wanted, by_tenant = sealing.resource_keys(names, keys)
     found: dict[tuple[str, str], Resource] = {}

@@ -1,18 +1,10 @@
 """The readers' seal turn among every node process of one PostgreSQL database.
 
-``ledger/sealturn.py`` explains the turn: readers may make the log sign a checkpoint at most once
-per ``SEAL_SPACING``, and the bound must hold for the whole ledger, not per process — N nodes
-each keeping their own would seal N a second. On PostgreSQL the turn is a transaction-level
-advisory lock (``pg_advisory_xact_lock``) taken on a session of this process's own, and the mark
-(the wall time of the last sealing) is the ``meta`` row ``reader_sealed_at``, written in that same
-transaction. The database drops the lock when the transaction ends — given back, or the session
-gone because its process died or lost the server — and the next turn reads the mark it left.
-
-``give`` is one or two statements on the caller's thread (the runtime's event loop), as the
-loop's other reads on PostgreSQL are; it runs at most once per ``SEAL_SPACING``.
-
-The mark is the sealing host's wall clock (the runtime's): hosts whose clocks disagree wait at most
-``SEAL_SPACING`` (``wait_before`` caps the wait), never longer.
+``ledger/sealturn.py`` explains the turn. Here it is a transaction-level advisory lock
+(``pg_advisory_xact_lock``) on a session of this process's own, with the mark (the wall time of
+the last sealing) in the ``meta`` row ``reader_sealed_at``, written in that same transaction:
+the lock ends with the transaction or its session, and the next turn reads the mark. Hosts whose
+clocks disagree wait at most ``SEAL_SPACING`` (``wait_before`` caps the wait).
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
-"""WAL checkpoints outside the writers' critical section (issue 10, docs/performance.md).
+"""WAL checkpoints outside the writers' critical section (docs/performance.md).
 
-SQLite's automatic checkpoint runs inside the COMMIT that takes the WAL past
-``wal_autocheckpoint`` pages: that commit, holding the ledger's write lock while every other
-writer of every worker waits, copies about a thousand pages into the database file and syncs it.
-A storage that writes turns its writer connection's automatic checkpoint off and runs a
-:class:`Checkpointer` instead, a thread with a connection of its own:
-
-- every ``every`` seconds a PASSIVE checkpoint, beside the writers: SQLite lets a checkpoint run
-  while others append to the WAL; it copies the frames no reader still needs and syncs the
-  database file (``synchronous=FULL`` syncs the WAL before, as the automatic one does);
-- when the WAL has reached ``restart_frames`` frames, a RESTART checkpoint under the writers'
-  lock: it copies only the frames committed since the PASSIVE one and starts the WAL over from
-  its beginning itself, so the file stays bounded. (After a PASSIVE checkpoint it is the next
-  writer that starts the WAL over, and only if every frame was copied and no checkpoint is
-  running at that moment: a first version that took the lock only when the PASSIVE checkpoint
-  had not copied everything let the WAL grow to 55 MB in tests/test_checkpointer.py's loop.)
-  The connection does not wait for readers (``busy_timeout=0``): with an old snapshot still
-  open, an export's say, the RESTART copies what it can and answers busy, the writers' lock is
-  not held for the reader's sake, and the next round tries again.
-
-Durability does not change: a commit is durable once its WAL frames are synced, which COMMIT
-still does before it returns; a checkpoint only moves durable pages into the database file, and
-a crash in the middle of one is recovered from the WAL as before.
+SQLite's automatic checkpoint runs inside the COMMIT that takes the WAL past its limit, holding
+the ledger's write lock meanwhile. A storage that writes turns it off and runs a
+:class:`Checkpointer` thread with a connection of its own: every ``every`` seconds a PASSIVE
+checkpoint beside the writers, and past ``restart_frames`` frames a RESTART one under the
+writers' lock, which starts the WAL over so the file stays bounded (``busy_timeout=0``: an old
+reader's snapshot makes it answer busy, and the next round tries again). Durability does not
+change: a commit is durable once its WAL frames are synced; a checkpoint only moves durable
+pages into the database file.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
-"""Several worker processes on one ledger folder (docs/decisions/0006): who is alive, who
-leads, and how one process wakes a waiter held by another.
+"""Several worker processes on one ledger folder (docs/decisions/0006), by ``flock`` files under
+``<data>/run/`` and abstract unix datagram sockets: the kernel drops a killed process's locks
+and socket, so nothing is left behind.
 
-All of it is the local host's: ``flock`` on files under ``<data>/run/`` and Linux abstract unix
-datagram sockets, so nothing is left behind by a process killed with -9 — the kernel drops its
-locks and its socket. (Several PostgreSQL nodes use advisory locks and NOTIFY instead:
-``ledger/postgres/membership.py``; both behind ``ledger/membership.py``.)
-
-- **Liveness**: each worker holds an exclusive ``flock`` on ``run/<worker>.lock`` for its life;
-  a lock another process can take belongs to a dead worker.
-- **Leader**: the worker holding ``run/leader.lock`` (non-blocking ``flock``, retried each second)
-  runs the sweeper, the checkpoint sealer and the purge of dead workers' waiters.
-- **Wake-ups**: after a commit that granted a waiter of another worker, the granting process sends
-  the waiter id to that worker's socket. A lost datagram costs latency only: every waiter
-  re-checks its row at its deadline.
+- **Liveness**: each worker holds ``run/<worker>.lock`` for its life; a lock another process can
+  take belongs to a dead worker.
+- **Leader**: the worker holding ``run/leader.lock`` (retried each second) runs the sweeper, the
+  checkpoint sealer and the purge of dead workers' waiters.
+- **Wake-ups**: the granting process sends the waiter id to its worker's socket; a lost
+  datagram costs latency only (every waiter re-checks its row at its deadline).
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
-"""The hot changes of one write transaction, held back and written in a few statements (issue 10).
+"""The hot changes of one write transaction, held back and written in a few statements.
 
-A batch of lease calls appends an entry, a few tree nodes, a resource row and a lease row per
-event. Written one statement each, that is four or five calls into SQLite per event while the
-ledger's lock is held — and every call releases the interpreter lock, which the busy event-loop
-thread then keeps for a while. :class:`PendingWrites` keeps those changes until the transaction
-next reads or commits, then writes each kind of row with multi-row statements (resource and
-lease rows both go to ``state``, docs/decisions/0013).
-
-Order is kept where it matters: entries, nodes and resource rows in the order they came (a later
-resource row replaces an earlier one of the same resource, as ``INSERT OR REPLACE`` did); lease
-rows are inserted, then re-dated, then deleted — a lease's key holds its fencing token, which is
-never reused, so a lease is inserted before it is renewed or dropped, and never after. Any other
-change flushes the pending ones first and is applied as it comes (``ledger/sqlite/store.py``).
+Written one statement each, a batch's entries, nodes, resource and lease rows are four or five
+calls into SQLite per event under the ledger's lock. :class:`PendingWrites` keeps them until
+the transaction next reads or commits, then writes each kind with multi-row statements (both
+resource and lease rows go to ``state``, docs/decisions/0013). Order is kept where it matters:
+entries, nodes and resource rows as they came (a later resource row replaces an earlier one);
+lease rows inserted, then re-dated, then deleted (a lease's key holds its fencing token, never
+reused). Any other change flushes the pending ones first (``ledger/sqlite/store.py``).
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ def resources(
     conn: sqlite3.Connection, names: NameCodec, keys: Sequence[tuple[str, str]]
 ) -> dict[tuple[str, str], Resource]:
     """The resources of ``keys`` that exist, with their leases: one statement per tenant and
-    64 names for a whole batch, where :func:`resource` takes one per resource (issue 10)."""
+    64 names for a whole batch, where :func:`resource` takes one per resource."""
     wanted, by_tenant = sealing.resource_keys(names, keys)
     found: dict[tuple[str, str], Resource] = {}
     for t, digests in by_tenant.items():

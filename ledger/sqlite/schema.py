@@ -21,7 +21,7 @@ DB_NAME = "tenure.db"
 
 # The sqlite3 module binds int, float, str and bytearray parameters directly, but looks up an
 # adapter for every other one — bytes and None included — and, finding none, raises and clears
-# an AttributeError per parameter: ~40% of binding a digest, ~12 per lease event (issue 10).
+# an AttributeError per parameter: ~40% of binding a digest (docs/performance.md).
 # Registered adapters that return the value unchanged bind exactly the same BLOB or NULL; both
 # are C calls (``bytes.__bytes__`` returns an exact bytes object itself, and a lookup in an
 # empty dict answers None), a Python function would cost a frame per parameter.
