@@ -100,31 +100,31 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
     else:  # signed while its batch's commit is made durable, sent only once it is (0014)
         answer, durable = await service.lease_early(call)
     try:
-        if answer.data.get("replayed"):
-            _replay_owner_token(call, answer)
+        token = answer.owner_token
+        if token is not None and answer.data.get("replayed"):
+            token = _replay_owner_token(call, answer, token)
         headers = None
         if answer.outcome is Outcome.HELD:
             headers = {"Retry-After": str(answer.data["retryAfterSeconds"])}
         cited = (answer.entry, answer.pseudonyms)
         status = status_of(answer)
-        response = respond(request, answer.data, status, headers, cited, raw_body, suite, document)
+        response = respond(
+            request, answer.data, status, headers, cited, raw_body, suite, document, token
+        )
     finally:
         await service.durable(durable)  # a failed commit: 503 unknown, and nothing was sent
     lease_answered(op, answer.outcome.value)
     return response
 
 
-def _replay_owner_token(call: LeaseCall, answer: Answer) -> None:
+def _replay_owner_token(call: LeaseCall, answer: Answer, token: str) -> str | None:
     """docs/decisions/0007: a replayed grant whose lease is still live gets its (derived)
     ownerToken back only if the requestId carries 128 random bits, as a name must in the
     anonymous tenant; otherwise the answer says why it has none."""
-    token = answer.replay_owner_token
-    if token is None:
-        return
     if high_entropy(call.request_id or ""):
-        answer.data["ownerToken"] = token
-    else:
-        answer.data["ownerTokenWithheld"] = f"a requestId that returns an ownerToken {RULE}"
+        return token
+    answer.data["ownerTokenWithheld"] = f"a requestId that returns an ownerToken {RULE}"
+    return None
 
 
 async def _waited(request: Request, waiting: Awaitable[Answer]) -> Answer:

@@ -59,13 +59,15 @@ def respond(
     body: bytes | None = None,
     suite: str | None = None,
     document: Any = UNPARSED,
+    owner_token: str | None = None,
 ) -> Response:
     """The envelope: `data` and a credential over it, its request and its ledger entry
     (``cited``: the entry's bytes and the pseudonyms it names, carried up from the service).
 
     A route that read the body and chose the suite passes them (and the body's JSON
     ``document``, if it parsed it); error answers, raised before or while the route ran, fall
-    back to what the request says.
+    back to what the request says. ``owner_token``, a grant's, is shown to its caller as the
+    last member of ``data`` and never hashed into the receipt (DESIGN §5).
     """
     issuer: Issuer = request.app.state.issuer
     if suite is None:
@@ -78,7 +80,7 @@ def respond(
     canonical = canonical_request(request.method, request_path(request), body, document)
     entry, names = cited
     now = iso(_now(request))
-    envelope = issuer.encode_answer(data, canonical, entry, names, now, suite)
+    envelope = issuer.encode_answer(data, canonical, entry, names, now, suite, owner_token)
     return answer_response(envelope, status, headers)
 
 

@@ -26,6 +26,8 @@ class Answerer:
         ledger_label: str,
         ledger_bytes: bytes,
         stamp: bytes,
+        owner_token: str | None = None,
+        /,
     ) -> bytes | None: ...
 
 def encode_sorted(value: Any) -> bytes | None: ...

@@ -175,15 +175,12 @@ class Batch:
         position, entry, names = self.record(res, decision)
         data = self.render(call, res, decision, now, position)
         granted = decision.outcome is Outcome.GRANTED
-        answer = Answer(data, decision.outcome, granted, entry, names)
         if digest is not None and decision.changed:
             remembered = RememberRequest(
                 call.tenant, call.request_id or "", digest, json.dumps(data), now
             )
             self.tx.apply(remembered)
-        if granted and token is not None:
-            data["ownerToken"] = token  # last, as the answer has always put it; after remembering
-        return answer
+        return Answer(data, decision.outcome, granted, entry, names, token if granted else None)
 
     def record(
         self, res: Resource, decision: Decision

@@ -87,12 +87,14 @@ class Answer:
     """The exact bytes of the ledger entry this call appended (or, replayed, cited), if any."""
     pseudonyms: dict[str, str] | None = None
     """The pseudonyms that entry names, carried up for the answer's credential."""
+    owner_token: str | None = None
+    """A grant's owner token (DESIGN §1): never part of ``data`` — neither stored with the
+    request (rule 12) nor hashed into the receipt — and put on the wire by the edge. A replay
+    carries it while its lease is live; the edge returns it only if the requestId carries 128
+    random bits (docs/decisions/0007)."""
     cite: bool = False
     """The entry of ``data.ledger.logIndex`` is to be read back for the receipt (a replay, or a
     grant another transaction made for a waiter)."""
-    replay_owner_token: str | None = None
-    """A replayed grant whose lease is still live: its derived owner token, which the edge
-    returns only if the requestId carries 128 random bits (docs/decisions/0007)."""
 
 
 @dataclass(slots=True, eq=False)  # two waiters are never the same one, whatever they ask

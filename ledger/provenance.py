@@ -134,16 +134,21 @@ class Issuer:
         pseudonyms: dict[str, str] | None,
         now: str,
         suite: str,
+        owner_token: str | None = None,
     ) -> bytes:
         """The answer's JSON, ``{"data": data, "_provenance": credential}``: by the accelerator
-        where it takes the answer, else by the reference writer; the same bytes either way."""
-        made = self.native_answer(data, request, entry, pseudonyms, now, suite)
+        where it takes the answer, else by the reference writer; the same bytes either way.
+        A grant's ``owner_token`` is put last in ``data`` on the wire, and never hashed."""
+        made = self.native_answer(data, request, entry, pseudonyms, now, suite, owner_token)
         if made is not None:
             return made
         credential, text = self.issue_json(data, request, entry, pseudonyms, now, suite)
         if text is None:
-            return dumps({"data": data, "_provenance": credential})
-        return b'{"data":' + dumps(data) + b',"_provenance":' + text + b"}"
+            shown = data if owner_token is None else data | {"ownerToken": owner_token}
+            return dumps({"data": shown, "_provenance": credential})
+        return (
+            b'{"data":' + _with_token(dumps(data), owner_token) + b',"_provenance":' + text + b"}"
+        )
 
     def native_answer(
         self,
@@ -153,6 +158,7 @@ class Issuer:
         pseudonyms: dict[str, str] | None,
         now: str,
         suite: str,
+        owner_token: str | None = None,
     ) -> bytes | None:
         """:meth:`encode_answer`'s bytes written by native code, for eddsa-jcs-2022 and an
         answer whose every part is plain JSON; None where it is off or declines."""
@@ -160,7 +166,7 @@ class Issuer:
             return None
         label, ledger = _ledger_assertion(data, entry)
         stamp = self._signer.stamp_bytes(now)
-        return self._native.envelope(data, pseudonyms, request, label, ledger, stamp)
+        return self._native.envelope(data, pseudonyms, request, label, ledger, stamp, owner_token)
 
     def issue(
         self,
@@ -216,6 +222,14 @@ class Issuer:
 
 
 _SUBJECT_PARTS = (*SUBJECT_FIELDS, "ledger", "error")  # in the subject's order
+
+
+def _with_token(data_text: bytes, owner_token: str | None) -> bytes:
+    """``data``'s JSON with a grant's owner token as its last member (the edge's wire form)."""
+    if owner_token is None:
+        return data_text
+    comma = b"," if len(data_text) > 2 else b""
+    return data_text[:-1] + comma + b'"ownerToken":' + dumps(owner_token) + b"}"
 
 
 def _plain_names(pseudonyms: dict[str, str] | None) -> bool:

@@ -38,9 +38,7 @@ def replayed(batch: Batch, call: LeaseCall, digest: bytes, now: int) -> Answer |
     data["leaseLive"] = live
     if not live:
         return Answer(_ended(data), Outcome.LOST)
-    answer = Answer(data, Outcome(data["outcome"]))
-    answer.replay_owner_token = token if fresh else None
-    return answer
+    return Answer(data, Outcome(data["outcome"]), owner_token=token if fresh else None)
 
 
 def _ended(data: dict[str, Any]) -> dict[str, Any]:

@@ -68,9 +68,8 @@ def _serve(batch: Batch, key: Key, row: WaiterRecord, now: int) -> bool:
     if local is not None:
         local.granted = answer
         batch.tx.apply(DropWaiter(row.waiter_id))
-    else:
-        stored = {k: v for k, v in answer.data.items() if k != "ownerToken"}
-        batch.tx.apply(GrantWaiter(row.waiter_id, json.dumps(stored)))
+    else:  # the data, which never holds the owner token: its process derives it
+        batch.tx.apply(GrantWaiter(row.waiter_id, json.dumps(answer.data)))
     batch.served.append((row.worker, row.waiter_id))
     return True
 
@@ -115,10 +114,9 @@ def purge(batch: Batch, dead: Callable[[list[str]], list[str]]) -> None:
 
 def _collected(batch: Batch, waiter: Waiter, data: dict[str, Any]) -> Answer:
     outcome = Outcome(data["outcome"])
-    token = batch.owner_token(waiter.call, waiter.waiter_id)
-    if outcome is Outcome.GRANTED and token is not None:
-        data = {**data, "ownerToken": token}
-    return Answer(data, outcome, outcome is Outcome.GRANTED, cite=True)
+    granted = outcome is Outcome.GRANTED
+    token = batch.owner_token(waiter.call, waiter.waiter_id) if granted else None
+    return Answer(data, outcome, granted, owner_token=token, cite=True)
 
 
 def revoked(batch: Batch, call: LeaseCall) -> bool:

@@ -238,25 +238,39 @@ static int provenance(Answerer *self, Buf *out, PyObject *data, PyObject *names,
     return state;
 }
 
+/* A grant's owner token, written after the data's last member: it is never hashed (DESIGN §5). */
+static int owner_token(Buf *out, PyObject *owner) {
+    out->len--; /* the data's closing brace */
+    int state = buf_put(out, ",\"ownerToken\":", 14);
+    if (state == PLAIN && (state = encode_json(out, owner, 0, NULL)) == PLAIN) {
+        state = buf_put(out, "}", 1);
+    }
+    return state;
+}
+
 PyObject *answerer_envelope(Answerer *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "envelope takes six arguments");
+    if (nargs != 6 && nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "envelope takes six or seven arguments");
         return NULL;
     }
     PyObject *data = args[0], *names = args[1], *request = args[2], *label = args[3];
-    PyObject *ledger = args[4], *stamp = args[5];
+    PyObject *ledger = args[4], *stamp = args[5], *owner = nargs == 7 ? args[6] : Py_None;
     if (!PyBytes_CheckExact(request) || !PyBytes_CheckExact(ledger) ||
         !PyBytes_CheckExact(stamp) || !PyUnicode_CheckExact(label)) {
         PyErr_SetString(PyExc_TypeError, "envelope: request, ledger and stamp are bytes, label str");
         return NULL;
     }
-    if (!PyDict_CheckExact(data) || !plain_names(names)) {
+    if (!PyDict_CheckExact(data) || !plain_names(names) ||
+        (owner != Py_None && (!PyUnicode_CheckExact(owner) || PyDict_GET_SIZE(data) == 0))) {
         Py_RETURN_NONE;
     }
     Buf hashed = {0}, out = {0};
     int state = encode_json(&hashed, data, 1, self->secrets);
     if (state == PLAIN && (state = buf_put(&out, "{\"data\":", 8)) == PLAIN) {
         state = encode_json(&out, data, 0, NULL);
+    }
+    if (state == PLAIN && owner != Py_None) {
+        state = owner_token(&out, owner);
     }
     if (state == PLAIN) {
         state = provenance(self, &out, data, names, request, &hashed, label, ledger, stamp);

@@ -72,9 +72,11 @@ static void answerer_dealloc(Answerer *self) {
 }
 
 PyDoc_STRVAR(envelope_doc,
-             "envelope(data, pseudonyms, request, ledger_label, ledger_bytes, stamp)\n--\n\n"
+             "envelope(data, pseudonyms, request, ledger_label, ledger_bytes, stamp, "
+             "owner_token=None)\n--\n\n"
              "The answer's JSON bytes, {\"data\": ..., \"_provenance\": ...}, or None where the "
-             "Python path must write them (a value that is not plain JSON).");
+             "Python path must write them (a value that is not plain JSON). A grant's "
+             "owner_token is written last in data and is not hashed.");
 
 static PyMethodDef answerer_methods[] = {
     {"envelope", (PyCFunction)(void (*)(void))answerer_envelope, METH_FASTCALL, envelope_doc},
