@@ -45,6 +45,7 @@ from api.settings import Settings
 from api.tenancy import RateLimiter, Tenancy
 from api.tile_routes import tile_routes
 from api.verifying import BoundedVerifier
+from api.witness_push import pushing
 from ledger.calls import Limits, StorageUnavailable, now_ms
 from ledger.log import LogReader
 from ledger.provenance import dumps
@@ -118,7 +119,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
         access_log.install()
         hangup = _on_sighup(core)
         try:
-            async with mcp_sessions():
+            async with mcp_sessions(), pushing(app, settings.witnesses):
                 yield
         finally:
             hangup()

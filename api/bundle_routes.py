@@ -12,6 +12,7 @@ from api.requests import parse_json, read_body
 from api.responses import raw, suite_of
 from api.schemas import InputError
 from api.settings import Settings
+from api.witness_push import served_checkpoint
 from ledger.bundle import NotAReceipt, build_bundle, saved_receipt
 from ledger.entries import iso
 from ledger.provenance import Issuer, canonical_request
@@ -27,7 +28,7 @@ def bundle_routes(app: FastAPI, settings: Settings) -> None:
     ) -> Response:
         """An offline receipt bundle for entry `index`; `treeSize` picks an earlier checkpoint."""
         suite = suite_of(request)
-        latest = await core_of(request).checkpoint_covering()
+        latest = await served_checkpoint(request)
         issuer: Issuer = request.app.state.issuer
         canonical = canonical_request(request.method, request.url.path, None)
         at = iso(core_of(request).signing_clock())
@@ -42,6 +43,6 @@ def bundle_routes(app: FastAPI, settings: Settings) -> None:
             receipt, index = saved_receipt(document)
         except NotAReceipt as error:
             raise InputError("invalid_value", str(error), error.field) from error
-        latest = await core_of(request).checkpoint_covering()
+        latest = await served_checkpoint(request)
         log, issuer = request.app.state.log, request.app.state.issuer
         return raw(build_bundle(log, issuer, index, latest, tree_size, b"", "", JCS_SUITE, receipt))

@@ -11,6 +11,7 @@ from api.refusals import MAX_SAFE_INTEGER
 from api.requests import limit_client
 from api.responses import raw
 from api.schemas import InputError
+from api.witness_push import served_checkpoint
 from ledger.log import LogReader, OutOfRange
 from ledger.runtime import Runtime
 from verify.jsonld import bundled_contexts
@@ -56,7 +57,7 @@ def log_routes(app: FastAPI) -> None:
     async def checkpoint(request: Request) -> Response:
         """The latest signed checkpoint (C2SP tlog-checkpoint in a signed note), sealed at most
         once a second for readers."""
-        signed = await core_of(request).checkpoint_covering()
+        signed = await served_checkpoint(request)
         return raw(signed.as_data())
 
     @app.get("/api/v1/log/checkpoints", dependencies=LIMITED)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from api.files import atomic_write
 from api.monitor_log import Log, Unavailable
 from api.tls_options import add_client_tls_options, client_tls_problem
+from api.witness_server import listen_address
 from verify import ijson
 from verify.errors import MalformedInput
 from verify.monitor import Finding, Monitor, MonitorState, Seen, Violation, proof_hashes
@@ -73,12 +74,19 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--cosign-key", type=Path, metavar="FILE", help="Ed25519 PEM (created)")
     parser.add_argument("--cosign-name", default="tenure-monitor", help="cosigner key name")
     parser.add_argument("--cosign-dir", type=Path, help="where cosigned checkpoints go")
+    parser.add_argument(
+        "--listen", type=listen_address, metavar="HOST:PORT", help="serve as a C2SP tlog-witness"
+    )
     add_client_tls_options(parser, mutual=False)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the monitor; the exit code is the documented one."""
     import httpx  # only this command needs an HTTP client (the `monitor` extra)
+
+    if args.listen is not None and args.cosign_key is None:
+        print("tenure monitor: --listen needs --cosign-key (the witness's key)", file=sys.stderr)
+        return EXIT_USAGE
 
     from api.client.tls import tls_verify
 
@@ -104,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
             out.event("unavailable", message=str(e))
             return EXIT_UNAVAILABLE
         out.event("start", url=args.url, treeSize=_size(state), trust=how, trusted=state.trusted)
+        if args.listen is not None and witness is not None:
+            from api.witness_server import run_witness
+
+            return run_witness(Loop(log, state, args, out, witness), witness, args.listen)
         return Loop(log, state, args, out, witness).run()
 
 

@@ -30,6 +30,7 @@ OPTION_OF_SETTING = {
     "lifecycle_seconds": "--lifecycle",
     "origin": "--origin",
     "checkpoint_interval": "--checkpoint-interval",
+    "witnesses": "--witness",
 }
 """The flag that sets each setting; the others come only from ``TENURE_*`` variables."""
 
@@ -60,6 +61,13 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
         "--checkpoint-interval", type=float, default=10.0, help="seconds between checkpoints"
     )
     serve.add_argument("--origin", help="checkpoint origin line (default: unique per log)")
+    serve.add_argument(
+        "--witness",
+        action="append",
+        default=[],
+        metavar="URL=VKEY",
+        help="a tlog-witness to push checkpoints to, and its cosigner key (repeatable)",
+    )
     serve.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="log level")
     serve.add_argument(
         "--read-timeout",
@@ -149,5 +157,6 @@ def settings(args: argparse.Namespace) -> Settings:
         lifecycle_seconds=args.lifecycle,
         origin=args.origin,
         checkpoint_interval=args.checkpoint_interval,
+        witnesses=args.witness,
         access_log=args.log_level in ("trace", "debug", "info"),
     )

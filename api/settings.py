@@ -37,9 +37,20 @@ class Settings(BaseSettings):
     verify_budget_seconds: float = Field(default=2.0, gt=0)
     access_log: bool = False
     """One line per request on stdout (``tenure serve`` at ``--log-level info`` or lower)."""
+    witnesses: list[str] = []
+    """``URL=VKEY`` of each witness the checkpoints are pushed to (``--witness``)."""
     accel: str = "all"
     """The accelerations on (``TENURE_ACCEL``): ``all``, ``none`` or a comma-separated list of
     ``api.accel.ACCELERATIONS``; each writes the same bytes as the reference path."""
+
+    @field_validator("witnesses")
+    @classmethod
+    def _witness_targets(cls, value: list[str]) -> list[str]:
+        from api.witness_push import parse_target
+
+        for text in value:
+            parse_target(text)
+        return value
 
     @field_validator("accel")
     @classmethod

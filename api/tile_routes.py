@@ -18,6 +18,7 @@ from fastapi.responses import Response
 
 from api.log_routes import LIMITED, core_of, out_of_range
 from api.refusals import MAX_SAFE_INTEGER, InputError
+from api.witness_push import served_checkpoint
 from ledger.log import LogReader, OutOfRange
 from ledger.tiles import BadTilePath, NoSuchTile, parse_tile_path
 from verify.tlog_proof import format_proof
@@ -35,7 +36,7 @@ def tile_routes(app: FastAPI) -> None:
     @app.get("/checkpoint", dependencies=LIMITED, include_in_schema=False)
     async def checkpoint(request: Request) -> Response:
         """The latest signed checkpoint as the C2SP signed note itself (tlog-tiles)."""
-        signed = await core_of(request).checkpoint_covering()
+        signed = await served_checkpoint(request)
         headers = {"Cache-Control": CHECKPOINT_CACHE}
         return Response(signed.note.encode(), 200, headers, media_type=NOTE_TYPE)
 

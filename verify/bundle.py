@@ -14,6 +14,7 @@ entry bytes, so the manifest's ``tenure.ledger.entry`` assertion is recomputed):
   sits at the index the receipt and the proof name;
 - ``checkpoint``: the C2SP signed note verifies under a trusted key named after its origin, and
   its tlog-checkpoint body is the origin, size and root the JSON states;
+- ``witnesses`` (if a policy is given): K listed witnesses cosigned that note (verify.witnesses);
 - ``inclusion``: the audit path leads from the entry to the checkpoint's root (§2.1.3.2);
 - ``consistency`` (if present): the later checkpoint's note verifies and the consistency proof
   leads from the checkpoint to it (§2.1.4.2).
@@ -47,6 +48,7 @@ from verify.multikey import DID_KEY_PREFIX, public_key_from_did, public_key_from
 from verify.note import key_id, parse_checkpoint, parse_note, verify_note
 from verify.receipt import Check, ReceiptError, Report, verify_receipt
 from verify.rfc9162 import leaf_hash, verify_consistency, verify_inclusion
+from verify.witnesses import WitnessPolicy
 
 __all__ = [
     "BUNDLE_TYPE",
@@ -73,6 +75,7 @@ def verify_document(
     request: bytes | None = None,
     entry: bytes | None = None,
     origin: str | None = None,
+    witnesses: WitnessPolicy | None = None,
 ) -> Report:
     """Verify a bundle, or else a saved response or bare credential (``verify_receipt``).
 
@@ -80,15 +83,19 @@ def verify_document(
     than ``verify.limits`` allows fails ``format`` at once, and a credential tenure would never
     issue fails before any canonicalization. Safe to run in a worker thread; pure.
     ``trusted`` may be ``{did: verify.trust.Period}`` to bound when each key may have signed.
-    ``origin`` pins a bundle's log (a receipt alone names none).
+    ``origin`` pins a bundle's log (a receipt alone names none); ``witnesses``, K of whom
+    must have cosigned its checkpoint (a receipt alone carries none, so it fails that check).
     """
     try:
         check_bounds(document)
     except MalformedInput as error:
         return Report([Check("format", False, str(error))])
     if is_bundle(document):
-        return verify_bundle(document, trusted, origin)
-    return _receipt_report(document, trusted, request, entry)
+        return verify_bundle(document, trusted, origin, witnesses)
+    report = _receipt_report(document, trusted, request, entry)
+    if witnesses is not None:
+        report.add("witnesses", False, "a receipt alone carries no checkpoint: verify its bundle")
+    return report
 
 
 def _receipt_report(
@@ -113,7 +120,10 @@ def check_bundle(bundle: Any, trusted: Collection[str] | None) -> None:
 
 
 def verify_bundle(
-    bundle: Any, trusted: Collection[str] | None, origin: str | None = None
+    bundle: Any,
+    trusted: Collection[str] | None,
+    origin: str | None = None,
+    witnesses: WitnessPolicy | None = None,
 ) -> Report:
     """Every check of a bundle. ``trusted``: the did:keys to accept (or ``{did: Period}``);
     None trusts nothing: the report then fails ``keys`` and ``issuer``. ``origin``, if given,
@@ -134,6 +144,8 @@ def verify_bundle(
     _run(report, "checkpoint", lambda: _checkpoint(parsed.checkpoint, note_keys, _issuer(parsed)))
     if origin is not None:
         _run(report, "origin", lambda: _pinned(parsed.checkpoint, origin))
+    if witnesses is not None:
+        _run(report, "witnesses", lambda: witnesses.check(parsed.checkpoint.note))
     _run(report, "inclusion", lambda: _inclusion(parsed))
     if parsed.consistency is not None:
         consistency = parsed.consistency

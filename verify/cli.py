@@ -23,6 +23,7 @@ from verify.limits import check_bounds
 from verify.multikey import public_key_from_did
 from verify.receipt import Report
 from verify.trust import Period, keyring_periods
+from verify.witnesses import WitnessPolicy
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 TRUST_HINT = (
@@ -35,6 +36,9 @@ a response or credential its issuer check); the other checks still run and are r
 With --keys, a receipt issued outside its key's validFrom/validUntil fails its issuer check.
 With --origin, a bundle whose checkpoint is of another log fails its origin check (a saved
 response or credential names no log: verify its bundle to pin one).
+With --witness (repeatable), a bundle passes only if its checkpoint carries valid cosignatures
+by --witness-threshold of the listed witnesses (default: all); the report names who signed.
+A saved response or credential carries no checkpoint, so it fails that check.
 The report names which parts of a file the signature covers and which it does not.
 
 exit codes:
@@ -88,6 +92,19 @@ def _parser() -> argparse.ArgumentParser:
         "--origin",
         help="the log's checkpoint origin (its first note line): a bundle of another log fails",
     )
+    parser.add_argument(
+        "--witness",
+        action="append",
+        default=[],
+        metavar="VKEY",
+        help="a witness's cosignature/v1 verifier key, e.g. its cosigner.vkey (repeatable)",
+    )
+    parser.add_argument(
+        "--witness-threshold",
+        type=int,
+        metavar="K",
+        help="how many listed witnesses must have cosigned (default: every one listed)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per file")
     return parser
 
@@ -98,13 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         trusted = _trusted(args.trust, args.keys)
+        witnesses = _witnesses(args.witness, args.witness_threshold)
     except UsageError as error:
         parser.print_usage(sys.stderr)
         print(f"verify-provenance: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except SystemExit as done:  # --help
         return done.code if isinstance(done.code, int) else EXIT_PASS
-    outcomes = [_verify_file(path, trusted, args.origin) for path in args.files]
+    outcomes = [_verify_file(path, trusted, args.origin, witnesses) for path in args.files]
     try:
         _print(outcomes, trusted is None, args.json, _stdout())
         sys.stdout.flush()
@@ -137,6 +155,16 @@ def _trusted(
     return trusted
 
 
+def _witnesses(vkeys: list[str], threshold: int | None) -> WitnessPolicy | None:
+    """The k-of-n witness policy of ``--witness``/``--witness-threshold``, if any."""
+    if not vkeys and threshold is None:
+        return None
+    try:
+        return WitnessPolicy.of(vkeys, threshold)
+    except MalformedInput as error:
+        raise UsageError(str(error)) from error
+
+
 def _keyring_periods(keyring: Any) -> dict[str, Period]:
     """``{did: Period}`` of ``{"keys": [{"did": …}, …]}`` (GET /api/v1/keys), or a bare list."""
     keys = keyring.get("keys") if isinstance(keyring, dict) else keyring
@@ -165,13 +193,19 @@ def _load(path: str, what: str) -> Any:
     return document
 
 
-def _verify_file(path: str, trusted: Collection[str] | None, origin: str | None) -> Outcome:
+def _verify_file(
+    path: str,
+    trusted: Collection[str] | None,
+    origin: str | None,
+    witnesses: WitnessPolicy | None = None,
+) -> Outcome:
     try:
         document = _load(path, "file")
     except UsageError as error:
         return Outcome(path, "unreadable", None, str(error))
     kind = "bundle" if is_bundle(document) else "receipt"
-    return Outcome(path, kind, verify_document(document, trusted, origin=origin))
+    report = verify_document(document, trusted, origin=origin, witnesses=witnesses)
+    return Outcome(path, kind, report)
 
 
 def _exit_code(outcomes: Sequence[Outcome]) -> int:
