@@ -25,7 +25,7 @@ SECRET_WORDS = (
     *("cookie", "session", "bearer", "jwt", "otp", "pin", "cvv", "ssn"),
     *("connectionstring", "dsn", "clientkey", "auth"),
 )
-"""Rule 10's redaction list, widened (issue 8 item 13), in this one place (docs/api.md lists
+"""Rule 10's redaction list, widened past DESIGN's six words, in this one place (docs/api.md lists
 it): a field whose name, lower-cased without `_`, `-`, `.` and spaces, contains one of these
 words, or is one of the short ones exactly, has its value stored as "[redacted]"."""
 _SHORT = frozenset({"otp", "pin", "cvv", "ssn", "dsn", "auth"})

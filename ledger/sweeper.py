@@ -75,5 +75,5 @@ def _sweep(batch: Batch, now: int, idempotency_ms: int) -> None:
         res = batch.resource(tenant, name)
         events = leases.expire(res, now)  # no lease outlives its lifecycle: none to record
         batch.record(res, Decision(Outcome.RELEASED, events))
-        tx.apply(resource_change(res))  # fingerprint and result purged (issue 14)
+        tx.apply(resource_change(res))  # fingerprint and result purged: none outlives it
     tx.apply(ForgetRequests(now - idempotency_ms))
