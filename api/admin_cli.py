@@ -16,6 +16,7 @@ from typing import Any
 from api import apikey_cli
 from api.database_option import add_database_option, ledger_location, ledger_name
 from api.progress import Progress
+from verify.audit_witness import add_witness_options
 
 NO_LEDGER = "no ledger in {} (give the folder `tenure serve --data` uses)"
 
@@ -71,6 +72,7 @@ def _add_audit(commands: Any) -> None:
     )
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
     audit.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_witness_options(audit)
 
 
 def refuse(message: str) -> int:
@@ -212,23 +214,34 @@ def audit_main(args: argparse.Namespace) -> int:
     import json
 
     from verify.audit import audit, parse_lines
+    from verify.audit_witness import Witnessed
     from verify.errors import MalformedInput
 
+    try:
+        witnessed = Witnessed.of(args)
+    except MalformedInput as e:
+        return refuse(str(e))
     bar = Progress("auditing", 0, args.quiet)
     try:
         with args.file.open("rb") as lines:
-            report = audit(_sized(parse_lines(lines), bar), args.trust, bar.update)
+            records = _sized(parse_lines(lines), bar)
+            fed = records if witnessed is None else witnessed.feed(records)
+            report = audit(fed, args.trust, bar.update)
     except (OSError, MalformedInput) as e:
         bar.close()
         return refuse(f"{args.file}: {e}")
     bar.close()
     _pin_origin(report, args.origin)
+    if witnessed is not None:
+        witnessed.check(report)
     if args.json:
         print(json.dumps(report.as_data(), indent=2))
         return 0 if report.ok else 1
     for line in [*report.violations, *(f"warning: {w}" for w in report.warnings)]:
         print(line)
     verdict = "OK" if report.ok else f"{len(report.violations)} violations"
+    if report.witnesses is not None:
+        print(f"witnessed checkpoint: {report.witnesses}")
     print(
         f"{report.entries} entries, {report.checkpoints_verified}/{report.checkpoints}"
         f" checkpoints verified, {report.keys} keys: {verdict}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import select
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
+from api.client import Client, ReceiptInvalid
 from ledger.checkpoint import checkpoint_body, sign_note
 from ledger.keyring import load_signing_keys
 from tests.conftest import ROOT, Server, free_port, lease, rid
@@ -216,3 +218,49 @@ def test_bad_witness_options_are_exit_2_naming_them(
     monitor = [sys.executable, "-m", "api", "monitor", "http://127.0.0.1:1", "--listen", ":1"]
     done = subprocess.run(monitor, capture_output=True, text=True)
     assert done.returncode == 2 and "--listen" in done.stderr, done.stderr
+
+
+def test_an_audit_against_the_witnessed_checkpoint(network: Network, tmp_path: Path) -> None:
+    log, (w1, w2) = network.log, network.witnesses
+    grow(log, 3)
+    cosigned_note(log, [w1, w2])
+    checkpoint = httpx.get(log.url + "/api/v1/log/checkpoint").json()
+    dids = [key["did"] for key in httpx.get(log.url + "/api/v1/keys").json()["keys"]]
+    log.stop()
+    out, whole, cut = tmp_path / "ledger.jsonl", tmp_path / "whole.json", tmp_path / "cut.json"
+    exported = tenure("export", "--data", str(log.data), "--out", str(out))
+    assert exported.returncode == 0, exported.stderr
+    whole.write_text(json.dumps(checkpoint))
+    cut.write_text(json.dumps(checkpoint | {"note": drop_line(checkpoint["note"], w1.name)}))
+    trust = [arg for did in dids for arg in ("--trust", did)]
+    both = [*trust, "--witness", w1.vkey, "--witness", w2.vkey, "--witness-threshold", "2"]
+    audited = tenure("audit", str(out), "--witnessed", str(whole), *both)
+    assert audited.returncode == 0, audited.stdout + audited.stderr
+    assert "witnessed checkpoint: cosigned by w1.test, w2.test (2 of 2" in audited.stdout
+    audited = tenure("audit", str(out), "--witnessed", str(cut), *both)
+    assert audited.returncode == 1, audited.stdout + audited.stderr
+    assert "witnesses: cosigned by w2.test (1 of 2 listed, 2 needed); w1.test:" in audited.stdout
+    forged = checkpoint | {"note": log_signed(log, checkpoint["treeSize"], bytes(32))}
+    whole.write_text(json.dumps(forged))  # signed, but not the exported tree: never passes
+    assert tenure("audit", str(out), "--witnessed", str(whole), *trust).returncode == 2
+    audited = tenure("audit", str(out), "--witnessed", str(whole), *both[len(trust) :], *trust)
+    assert audited.returncode == 1 and "checkpoint-" in audited.stdout, audited.stdout
+
+
+def tenure(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "api", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_the_client_reads_only_witnessed_checkpoints(network: Network) -> None:
+    log, (w1, w2) = network.log, network.witnesses
+    grow(log, 2)
+    cosigned_note(log, [w1, w2])
+    stranger = make_witness(log.root, "w3.test")
+    with Client(log.url, witnesses=[w1.vkey, w2.vkey], witness_threshold=2) as client:
+        assert client.checkpoint()["note"].count("— w") == 3  # the log and two witnesses
+    few = Client(log.url, witnesses=[w1.vkey, stranger.vkey], witness_threshold=2)
+    with few, pytest.raises(ReceiptInvalid, match=re.escape("cosigned by w1.test (1 of 2")):
+        few.checkpoint()
+    with pytest.raises(ValueError, match=re.escape("witness_threshold must be 1..2")):
+        Client(log.url, witnesses=[w1.vkey, w2.vkey], witness_threshold=3)

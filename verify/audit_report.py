@@ -43,6 +43,8 @@ class AuditReport:
     warnings: list[Violation] = field(default_factory=list)
     signers: dict[int, str] = field(default_factory=dict)
     """The did:key whose signature verified each checkpoint, by tree size."""
+    witnesses: str | None = None
+    """Who cosigned the ``--witnessed`` checkpoint, when the audit was given one."""
 
     @property
     def ok(self) -> bool:
@@ -60,6 +62,7 @@ class AuditReport:
             "checkpointsVerified": self.checkpoints_verified,
             "keys": self.keys,
             "signers": {str(size): did for size, did in self.signers.items()},
+            "witnesses": self.witnesses,
             "violations": [v.as_data() for v in self.violations],
             "warnings": [w.as_data() for w in self.warnings],
         }

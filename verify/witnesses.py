@@ -55,7 +55,7 @@ class WitnessPolicy:
         MalformedInput naming the option if they do not make a policy."""
         keys = tuple(parse_witness_vkey(v) for v in vkeys)
         if not keys:
-            raise MalformedInput("--witness-threshold needs at least one --witness KEY")
+            raise MalformedInput("--witness: at least one witness key is needed")
         if len({key.vkey for key in keys}) != len(keys):
             raise MalformedInput("--witness: a key is listed twice")
         k = len(keys) if threshold is None else threshold

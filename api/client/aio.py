@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import random
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -18,7 +19,7 @@ from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sle
 from api.client.errors import LeaseLost, TenureError
 from api.client.keeper import Keeper, OnLost, logger, report_loss
 from api.client.tls import CertFiles, tls_verify
-from api.client.trust import Trust
+from api.client.trust import Trust, witness_policy
 from ledger.defaults import DEFAULT_TTL_SECONDS
 
 
@@ -38,8 +39,11 @@ class AsyncClient:
         verify: bool = True,
         cacert: str | Path | None = None,
         cert: CertFiles | None = None,
+        witnesses: Sequence[str] = (),
+        witness_threshold: int | None = None,
     ) -> None:
         self.core = Core(trust, timeout, retry or RetryPolicy(), verify)
+        self.core.witnesses = witness_policy(witnesses, witness_threshold)
         sent = headers(api_key, namespace)
         tls = tls_verify(cacert, cert)
         self._http = httpx.AsyncClient(base_url=url, headers=sent, transport=transport, verify=tls)

@@ -21,11 +21,12 @@ from urllib.parse import quote
 from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
 from api.client.errors import InvalidRequest, ReceiptInvalid, TenureError, Unavailable
 from api.client.meaning import raise_for, same_request
-from api.client.trust import Trust, check_answer, check_checkpoint, trusted_dids
+from api.client.trust import Trust, check_answer, check_checkpoint, check_witnessed, trusted_dids
 from verify import ijson
 from verify.errors import MalformedInput
 from verify.jcs import canonicalize
 from verify.receipt import SECRET_REQUEST_FIELDS
+from verify.witnesses import WitnessPolicy
 
 A = TypeVar("A", bound=Answer)
 IDEMPOTENT_OPS = frozenset({"acquire", "wait", "renew", "release", "complete"})
@@ -127,6 +128,8 @@ class Core:
         self.served = trust is None and verify  # trust the keys the server serves
         self.timeout = timeout
         self.retry = retry
+        self.witnesses: WitnessPolicy | None = None
+        """K of these witnesses must have cosigned a checkpoint the client reads."""
 
     def lease(self, op: str, **fields: Any) -> Call[LeaseAnswer]:
         """A lease operation; ``fields`` use Python names (``ttl``, ``owner_token``, …)."""
@@ -251,6 +254,8 @@ class Core:
             raise InvalidRequest(f"HTTP {reply.status} on {call.request.path}", None, reply.status)
         if self.trusted is not None and "note" in document:
             check_checkpoint(document, self.trusted)
+        if self.witnesses is not None and "note" in document:
+            check_witnessed(document, self.witnesses)
         return call.kind(document, None, reply.status)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -16,7 +17,7 @@ from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sle
 from api.client.errors import LeaseLost, TenureError
 from api.client.keeper import Keeper, OnLost, logger, report_loss
 from api.client.tls import CertFiles, tls_verify
-from api.client.trust import Trust
+from api.client.trust import Trust, witness_policy
 from ledger.defaults import DEFAULT_TTL_SECONDS
 
 
@@ -25,7 +26,8 @@ class Client:
     ``trust`` (a did:key, or the keyring of ``GET /api/v1/keys``) or, without it, the keyring
     this server serves (``verify=False``: no check at all); ``cacert`` trusts a private CA's
     server certificate, ``cert`` (cert file, key file) is shown to a mutual-TLS server;
-    ``transport`` is for tests."""
+    ``witnesses`` (cosigner vkeys): ``witness_threshold`` of them (default: all) must have
+    cosigned a checkpoint the client reads; ``transport`` is for tests."""
 
     def __init__(
         self,
@@ -40,8 +42,11 @@ class Client:
         verify: bool = True,
         cacert: str | Path | None = None,
         cert: CertFiles | None = None,
+        witnesses: Sequence[str] = (),
+        witness_threshold: int | None = None,
     ) -> None:
         self.core = Core(trust, timeout, retry or RetryPolicy(), verify)
+        self.core.witnesses = witness_policy(witnesses, witness_threshold)
         sent = headers(api_key, namespace)
         tls = tls_verify(cacert, cert)
         self._http = httpx.Client(base_url=url, headers=sent, transport=transport, verify=tls)

@@ -7,16 +7,17 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from api.client.errors import ReceiptInvalid
-from verify.errors import VerificationError
+from verify.errors import MalformedInput, VerificationError
 from verify.multikey import public_key_from_did
 from verify.note import parse_checkpoint, verify_note
 from verify.receipt import ReceiptError, check_receipt
+from verify.witnesses import WitnessPolicy
 
 Trust = str | Mapping[str, Any] | Collection[str]
 
@@ -37,6 +38,24 @@ def trusted_dids(trust: Trust | None) -> frozenset[str] | None:
     if not dids or not all(did.startswith("did:key:") for did in dids):
         raise ValueError("trust must name at least one did:key")
     return frozenset(dids)
+
+
+def witness_policy(vkeys: Sequence[str], threshold: int | None) -> WitnessPolicy | None:
+    """The client's k-of-n witness policy, or None without witnesses (ValueError if bad)."""
+    if not vkeys and threshold is None:
+        return None
+    try:
+        return WitnessPolicy.of(vkeys, threshold)
+    except MalformedInput as error:
+        raise ValueError(str(error).replace("--witness-threshold", "witness_threshold")) from error
+
+
+def check_witnessed(document: Mapping[str, Any], policy: WitnessPolicy) -> None:
+    """Raise ReceiptInvalid unless K listed witnesses cosigned the checkpoint note."""
+    try:
+        policy.check(str(document.get("note", "")))
+    except VerificationError as error:
+        raise ReceiptInvalid(f"the checkpoint is not witnessed: {error}", "witnesses") from error
 
 
 def check_answer(document: Any, trusted: frozenset[str], request: bytes | None) -> None:
