@@ -16,17 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 from ledger import waits
-from ledger.answers import Position
 from ledger.batch import Batch, Key, Writer
 from ledger.calls import Answer, LeaseCall, Limits, StorageUnavailable, Waiter, new_owner_token
-from ledger.entries import b64, entry_time
+from ledger.entries import entry_time
 from ledger.leases import Resource
 from ledger.merkle import CompactRange
 from ledger.ops import ACQUIRING
 from ledger.recorder import Recorder
 from ledger.replay import replayed
 from ledger.storage import Transaction
-from verify.rfc9162 import EMPTY_ROOT
 
 
 class Decider:
@@ -42,7 +40,6 @@ class Decider:
         notify: Callable[[str, str], None] | None = None,
     ) -> None:
         self.recorder = Recorder(CompactRange(), master_secret)
-        self.limits = limits
         self.local: dict[str, Waiter] = {}
         """This process's waiters by id: the loop adds one before its call is queued."""
         self._writer = Writer(
@@ -63,8 +60,6 @@ class Decider:
         """The resources the next batch's calls name (``prepare``): read together at ``begin``."""
         self._fresh: list[str] = []
         """Owner tokens drawn by ``prepare`` for the next batch's calls."""
-        self.published = Position(0, b64(EMPTY_ROOT))
-        """The position after the last commit, for readers on the event loop."""
         self.floor = 0
         """The latest entry time (ms) this writer knows the log holds, its own or another
         writer's: no decision is taken before it, so times never go backwards (DESIGN §6)."""
@@ -89,7 +84,6 @@ class Decider:
 
     def committed(self) -> None:
         batch, self._batch = self._batch, None
-        self.published = self.recorder.position()
         if batch is None:
             return
         self.floor = batch.floor
