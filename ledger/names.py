@@ -118,8 +118,8 @@ class NameCodec:
     def seal_json(self, table: bytes, row: bytes, value: list[str | None]) -> bytes:
         """:meth:`seal` of a list of names as JSON, remembered (a bounded memo): the same names
         in the same row get the same sealed bytes back, so a writer that sealed them before
-        taking the ledger's lock (:meth:`~ledger.storage.Storage.warm_lease`) only looks them up
-        inside it (docs/decisions/0012). Sealing one plaintext under one key and associated
+        taking the ledger's lock (:meth:`~ledger.storage.WriterStrategy.warm_lease`) only looks
+        them up inside it (docs/decisions/0012). Sealing one plaintext under one key and associated
         data twice with one nonce reveals nothing but that it is the same, which the row's
         digest already says.
         """
