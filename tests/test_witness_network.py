@@ -27,8 +27,11 @@ from api.client import Client, ReceiptInvalid
 from ledger.checkpoint import checkpoint_body, sign_note
 from ledger.keyring import load_signing_keys
 from tests.conftest import ROOT, Server, free_port, lease, rid
+from tests.hostile_log import ledger_routes, serve
+from tests.test_audit import Ledger, clean
 from verify import cli
 from verify.cosignature import cosignature_vkey, verify_cosignature
+from verify.multikey import did_key
 from verify.witnesses import parse_witness_vkey
 
 ORIGIN = "witness.test/log"
@@ -47,8 +50,8 @@ class Witness:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, log_url: str, keyring: Path) -> None:
-        cmd = [sys.executable, "-m", "api", "monitor", log_url, "--keys", str(keyring), "--json"]
+    def start(self, log_url: str, *trust: str) -> None:
+        cmd = [sys.executable, "-m", "api", "monitor", log_url, *trust, "--json"]
         cmd += ["--cosign-key", str(self.key), "--cosign-name", self.name]
         cmd += ["--state", str(self.state), "--listen", f"127.0.0.1:{self.port}"]
         self.process = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
@@ -92,7 +95,7 @@ def network(tmp_path: Path) -> Iterator[Network]:
     keyring.write_text(httpx.get(log.url + "/api/v1/keys").text)
     try:
         for w in witnesses:
-            w.start(log.url, keyring)
+            w.start(log.url, "--keys", str(keyring))
         yield Network(log, witnesses)
     finally:
         for w in witnesses:
@@ -264,3 +267,30 @@ def test_the_client_reads_only_witnessed_checkpoints(network: Network) -> None:
         few.checkpoint()
     with pytest.raises(ValueError, match=re.escape("witness_threshold must be 1..2")):
         Client(log.url, witnesses=[w1.vkey, w2.vkey], witness_threshold=3)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_witness_cosigns_only_entries_that_keep_the_lease_rules(
+    tmp_path: Path, broken: bool
+) -> None:
+    ledger = clean()
+    if broken:  # a second holder granted the same resource while the first still holds it
+        ledger = Ledger().add("acquire", 1, 0, 10).add("acquire", 2, 1, 10)
+    leaves = ledger.leaves()
+    note = ledger.checkpoint(leaves, len(leaves))["note"]
+    w = make_witness(tmp_path, "w.test")
+    with serve(ledger_routes(ledger)) as url:
+        w.start(url, "--trust", did_key(ledger.key.public_key()))
+        try:
+            answer = w.add(f"old 0\n\n{note}")
+        finally:
+            assert w.process is not None
+            w.process.terminate()
+            w.process.wait(timeout=20)
+    memory = Path(str(w.key) + ".witness.json")
+    if broken:
+        assert (answer.status_code, memory.exists()) == (422, False), answer.text
+        assert "lease rules" in answer.text
+    else:
+        assert answer.status_code == 200, answer.text
+        verify_cosignature(note + answer.text, w.name, parse_witness_vkey(w.vkey).public)
