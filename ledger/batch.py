@@ -32,8 +32,8 @@ from ledger.calls import (
 )
 from ledger.changes import RememberRequest
 from ledger.leases import Decision, EventKind, Outcome, Resource
-from ledger.names import FINGERPRINT, REQUEST_INPUT
-from ledger.ops import ACQUIRING, Op, digest_of
+from ledger.names import FINGERPRINT
+from ledger.ops import ACQUIRING, Op
 from ledger.recorder import Recorder
 from ledger.storage import Transaction
 
@@ -106,11 +106,6 @@ class Batch:
         """The time a decision is taken at: ``now``, unless the log already holds a later
         entry (a writer whose clock is ahead, a clock stepped back), then that entry's time."""
         return now if now >= self.floor else self.floor
-
-    def request_digest(self, call: LeaseCall) -> bytes | None:
-        """Rule 12's digest of the call's input, keyed under the names key (0010)."""
-        raw = digest_of(call)
-        return None if raw is None else self.tx.keyed(REQUEST_INPUT, call.tenant, raw)
 
     def fingerprint(self, call: LeaseCall) -> bytes | None:
         """The call's fingerprint as the resource row keeps it: keyed, like the digest."""

@@ -23,7 +23,7 @@ from ledger.leases import Resource
 from ledger.merkle import CompactRange
 from ledger.ops import ACQUIRING
 from ledger.recorder import Recorder
-from ledger.replay import replayed
+from ledger.replay import replayed, request_digest
 from ledger.storage import Transaction
 
 
@@ -120,7 +120,7 @@ class Decider:
         batch = self._batch
         assert batch is not None, "a unit of work runs inside the committer's transaction"
         now = batch.at(now)
-        digest = batch.request_digest(call)
+        digest = request_digest(batch, call)
         if digest is not None:
             replay = replayed(batch, call, digest, now)
             if replay is not None:

@@ -27,8 +27,6 @@ ACQUIRING = frozenset({Op.ACQUIRE, Op.WAIT})
 """Ops that ask for a slot: they need a holder, may wait, and mint an owner token."""
 OWNED = frozenset({Op.RENEW, Op.RELEASE, Op.COMPLETE})
 """Ops on a held lease: they need its owner token."""
-IDEMPOTENT = frozenset(Op) - {Op.GET}
-"""Ops whose requestId is remembered (rule 12)."""
 
 
 def may_wait(call: LeaseCall) -> bool:
@@ -73,8 +71,3 @@ def _canonical_result(result: object) -> bytes:
     except VerificationError as error:
         message = "result must be I-JSON: no NaN or Infinity, integers within ±(2**53 - 1)"
         raise CallRefused("invalid_value", f"{message} ({error})", "result") from error
-
-
-def digest_of(call: LeaseCall) -> bytes | None:
-    """Rule 12 applies to calls with a requestId that can change state: their input digest."""
-    return call.digest() if call.request_id and call.op in IDEMPOTENT else None

@@ -1,6 +1,7 @@
 """Rule 12 inside the transaction: a call whose requestId was seen before is answered as then.
 
-The stored answer comes back marked ``replayed``; the same requestId with other input is an
+Which calls are remembered, and the keyed digest of their input, are decided here too. The
+stored answer comes back marked ``replayed``; the same requestId with other input is an
 idempotency conflict. A replayed grant or renewal never tells its caller it holds a lease that
 has since ended (docs/decisions/0007): ``leaseLive`` says whether it still does; if not, the
 outcome is ``LOST``. A fresh grant's owner token, derived from the requestId, is handed back only
@@ -16,6 +17,19 @@ from ledger.answers import GRANTING
 from ledger.batch import Batch
 from ledger.calls import Answer, LeaseCall, owner_digest
 from ledger.leases import Decision, Outcome, Resource
+from ledger.names import REQUEST_INPUT
+from ledger.ops import Op
+
+IDEMPOTENT = frozenset(Op) - {Op.GET}
+"""Ops whose requestId is remembered: those that can change state."""
+
+
+def request_digest(batch: Batch, call: LeaseCall) -> bytes | None:
+    """The digest of the call's input if its requestId is remembered, keyed under the names
+    key (0010); None for a call rule 12 does not apply to."""
+    if not call.request_id or call.op not in IDEMPOTENT:
+        return None
+    return batch.tx.keyed(REQUEST_INPUT, call.tenant, call.digest())
 
 
 def replayed(batch: Batch, call: LeaseCall, digest: bytes, now: int) -> Answer | None:

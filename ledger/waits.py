@@ -22,6 +22,7 @@ from ledger.calls import Answer, KeyRevoked, LeaseCall, Waiter
 from ledger.changes import AddWaiter, DropWaiter, DropWorkerWaiters, GrantWaiter
 from ledger.leases import Decision, Outcome
 from ledger.ops import Op
+from ledger.replay import request_digest
 from ledger.storage import WaiterRecord
 
 
@@ -98,7 +99,7 @@ def collect(batch: Batch, waiter: Waiter, now: int, final: bool) -> Answer | Non
     decision = batch.decide(call, res, now, token)
     if decision.outcome is Outcome.HELD:
         decision.witnesses.append({"rule": "wait", "reason": "timed out"})
-    return batch.commit(call, res, decision, now, token, batch.request_digest(call))
+    return batch.commit(call, res, decision, now, token, request_digest(batch, call))
 
 
 def leave(batch: Batch, waiter: Waiter) -> None:
