@@ -64,9 +64,9 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--witness",
         action="append",
-        default=[],
         metavar="URL=VKEY",
-        help="a tlog-witness to push checkpoints to, and its cosigner key (repeatable)",
+        help="a tlog-witness to push checkpoints to, and its cosigner key (repeatable; none by"
+        " default)",
     )
     serve.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="log level")
     serve.add_argument(
@@ -157,6 +157,6 @@ def settings(args: argparse.Namespace) -> Settings:
         lifecycle_seconds=args.lifecycle,
         origin=args.origin,
         checkpoint_interval=args.checkpoint_interval,
-        witnesses=args.witness,
+        witnesses=args.witness or [],
         access_log=args.log_level in ("trace", "debug", "info"),
     )
