@@ -220,6 +220,9 @@ def serve(service: WitnessService, host: str, port: int) -> HTTPServer:
                 line = service.add_checkpoint(body)
             except Refused as r:
                 return self._answer(r.status, r.content_type, r.message)
+            except (OSError, ValueError) as e:  # the memory or the key's folder: say it, cosign not
+                print(f"tenure monitor: {e}", file=sys.stderr)
+                return self._answer(500, TEXT, "the witness cannot read or write its memory")
             self._answer(200, TEXT, line)
 
         def _answer(self, status: int, content_type: str, text: str) -> None:

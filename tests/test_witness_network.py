@@ -294,3 +294,24 @@ def test_a_witness_cosigns_only_entries_that_keep_the_lease_rules(
     else:
         assert answer.status_code == 200, answer.text
         verify_cosignature(note + answer.text, w.name, parse_witness_vkey(w.vkey).public)
+
+
+def test_an_unreadable_memory_is_a_500_and_no_cosignature(tmp_path: Path) -> None:
+    ledger = clean()
+    leaves = ledger.leaves()
+    note = ledger.checkpoint(leaves, len(leaves))["note"]
+    w = make_witness(tmp_path, "w.test")
+    with serve(ledger_routes(ledger)) as url:
+        w.start(url, "--trust", did_key(ledger.key.public_key()))
+        try:
+            Path(str(w.key) + ".witness.json").write_text("{not json")
+            answer = w.add(f"old 0\n\n{note}")
+            assert (answer.status_code, answer.text) == (
+                500,
+                "the witness cannot read or write its memory\n",
+            )
+            assert w.process is not None and w.process.poll() is None  # still serving
+        finally:
+            assert w.process is not None
+            w.process.terminate()
+            w.process.wait(timeout=20)
