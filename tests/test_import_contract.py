@@ -82,20 +82,6 @@ def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
-LEASE_MODEL = frozenset(
-    {"ledger.batch", "ledger.decider", "ledger.waits", "ledger.replay", "ledger.sweeper"}
-    | {"ledger.revoking", "ledger.service", "ledger.calls", "ledger.answers", "ledger.leases"}
-    | {"ledger.lease_model", "ledger.ops", "ledger.recorder", "ledger.rotation", "ledger.runtime"}
-)
-
-
-def test_the_lease_model_and_the_runtime_are_in_no_import_circle() -> None:
-    """Waits and replay are functions of a Batch and import no decider; rotation is handed
-    what it signs with and imports no runtime (docs/decisions/0024)."""
-    through = [sorted(circle) for circle in circles(import_graph("ledger")) if circle & LEASE_MODEL]
-    assert through == []
-
-
 def test_circles_finds_the_circle_and_not_what_leads_into_it() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert circles(graph) == [{"a", "b", "c"}]
