@@ -50,8 +50,8 @@ FREEING = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
-class Writer:
-    """What every batch of one writer shares: made once by the decider."""
+class Shared:
+    """What every batch of one decider shares: made once, with the decider."""
 
     master: bytes
     limits: Limits
@@ -77,7 +77,7 @@ class Batch:
     def __init__(
         self,
         tx: Transaction,
-        writer: Writer,
+        shared: Shared,
         cache: dict[Key, Resource],
         fresh: list[str],
         floor: int,
@@ -86,9 +86,9 @@ class Batch:
         was taken, one per call that may need one; ``floor``: the latest entry time (ms) the
         log holds, before which nothing is decided (DESIGN §6)."""
         self.tx, self._cache, self._fresh, self.floor = tx, cache, fresh, floor
-        self.recorder, self.limits, self.worker = writer.recorder, writer.limits, writer.worker
-        self.local, self._master, self._base = writer.local, writer.master, writer.base
-        self._serve_waiters, self._rng = writer.serve_waiters, writer.rng
+        self.recorder, self.limits, self.worker = shared.recorder, shared.limits, shared.worker
+        self.local, self._master, self._base = shared.local, shared.master, shared.base
+        self._serve_waiters, self._rng = shared.serve_waiters, shared.rng
         self.served: list[tuple[str, str]] = []
         """The waiters granted or refused here, by worker: woken after the commit."""
         self.serving: set[Key] = set()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ledger import waits
-from ledger.batch import Batch, Key, Writer
+from ledger.batch import Batch, Key, Shared
 from ledger.calls import Answer, LeaseCall, Limits, StorageUnavailable, Waiter, new_owner_token
 from ledger.entries import entry_time
 from ledger.leases import Resource
@@ -42,7 +42,7 @@ class Decider:
         self.recorder = Recorder(CompactRange(), master_secret)
         self.local: dict[str, Waiter] = {}
         """This process's waiters by id: the loop adds one before its call is queued."""
-        self._writer = Writer(
+        self._shared = Shared(
             master_secret,
             limits,
             base,
@@ -80,7 +80,7 @@ class Decider:
             for key in upcoming:
                 cache[key] = found.get(key) or Resource(*key)
         fresh, self._fresh = self._fresh, []
-        self._batch = Batch(tx, self._writer, cache, fresh, self.floor)
+        self._batch = Batch(tx, self._shared, cache, fresh, self.floor)
 
     def committed(self) -> None:
         batch, self._batch = self._batch, None
@@ -88,7 +88,7 @@ class Decider:
             return
         self.floor = batch.floor
         for worker, waiter_id in batch.served:
-            waiter = self.local.get(waiter_id) if worker == self._writer.worker else None
+            waiter = self.local.get(waiter_id) if worker == self._shared.worker else None
             if waiter is not None:
                 self._loop.call_soon_threadsafe(_grant, waiter)
             elif self._notify is not None:
