@@ -159,7 +159,14 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
         signing_keys(keys, now_ms())  # generated once here, before any worker starts
     except (OSError, KeyFileError) as error:
         return f"cannot use the key folder {keys}: {error}"
-    if args.database is not None:
+    if args.database is None:
+        from ledger.backends import claim_keys
+
+        try:
+            claim_keys(args.data, keys_fingerprint(secret))
+        except (OSError, ValueError) as error:
+            return f"cannot serve the ledger in {args.data}: {error}"
+    else:
         try:  # a node with another keys folder, or an out-of-date one, is refused here
             open_membership(args.database, keys_fingerprint(secret)).close()
             storage = open_storage(args.database)
