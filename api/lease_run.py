@@ -27,7 +27,7 @@ from api.files import atomic_write
 from api.revoke_cli import add_revoke_parser, revoke_main
 from api.server_options import add_server_options
 from api.tls_options import add_client_tls_options, cert_files, client_tls_problem
-from ledger.defaults import DEFAULT_TTL_SECONDS
+from verify.defaults import DEFAULT_TTL_SECONDS
 
 EXIT_USAGE = 2
 EXIT_NOT_ACQUIRED = 75  # EX_TEMPFAIL: held, conflict, rate limited or unreachable; try later

@@ -38,7 +38,7 @@ from api.client import (
 from api.client.core import new_request_id
 from api.client.trust import Trust
 from api.mcp_tools import BY_NAME, OUTPUT_SCHEMA, RULES, TOOLS, ToolSpec
-from ledger.defaults import VERSION
+from verify.defaults import VERSION
 
 ClientFor = Callable[[ServerRequestContext[Any]], AbstractAsyncContextManager[AsyncClient]]
 INSTRUCTIONS = (

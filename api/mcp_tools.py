@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.client import Answer, AsyncClient
-from ledger.defaults import DEAD_CEILING_SECONDS, DEFAULT_TTL_SECONDS, TTL_CEILING_SECONDS
+from verify.defaults import DEAD_CEILING_SECONDS, DEFAULT_TTL_SECONDS, TTL_CEILING_SECONDS
 
 RULES = (
     "Rules: pass fencingToken to every store you write to under this lease, so a write from a "

@@ -8,10 +8,10 @@ from typing import Any
 
 from api.openapi_ops import DOCUMENTS, op_body, with_name_rules
 from api.schemas import LeaseBody, NamespaceBody, ScopeBody
-from ledger.defaults import DEAD_CEILING_SECONDS
 from ledger.leases import Outcome
 from ledger.ops import Op
 from verify.dataintegrity import SUITES
+from verify.defaults import DEAD_CEILING_SECONDS
 
 
 def _ref(name: str) -> dict[str, str]:

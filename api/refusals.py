@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.defaults import DEAD_CEILING_SECONDS, TTL_CEILING_SECONDS
+from verify.defaults import DEAD_CEILING_SECONDS, TTL_CEILING_SECONDS
 
 MAX_SAFE_INTEGER = 2**53 - 1  # I-JSON (RFC 7493 §2.2): one integer rule for every field
 Ranges = Mapping[str, tuple[int, int]]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from api.database_option import add_database_option, ledger_location, ledger_name
-from ledger.defaults import DEFAULT_LIFECYCLE_SECONDS
+from verify.defaults import DEFAULT_LIFECYCLE_SECONDS
 
 EXIT_USAGE = 2
 ANONYMOUS = "anon"  # api.tenancy.ANONYMOUS, without importing FastAPI's side

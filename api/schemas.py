@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from api.refusals import MAX_SAFE_INTEGER, InputError, Ranges, refusal_of
-from ledger.defaults import DEAD_CEILING_SECONDS, TTL_CEILING_SECONDS
 from ledger.ops import Op
+from verify.defaults import DEAD_CEILING_SECONDS, TTL_CEILING_SECONDS
 
 OPS = tuple(Op)
 OpName = Literal["acquire", "renew", "release", "get", "wait", "complete"]

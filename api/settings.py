@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from api.accel import parse_accel
-from ledger.defaults import DEFAULT_LIFECYCLE_SECONDS, TTL_CEILING_SECONDS
+from verify.defaults import DEFAULT_LIFECYCLE_SECONDS, TTL_CEILING_SECONDS
 
 
 class Settings(BaseSettings):

@@ -1,5 +1,5 @@
 """Every place a user reads the default ttl, the ceilings, the lifecycle or the version states the
-value ledger/defaults.py holds: the server's settings and refusals, the OpenAPI document, the MCP
+value verify/defaults.py holds: the server's settings and refusals, the OpenAPI document, the MCP
 tools, the Python client, the CLIs and the answers."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from api.app import create_app
 from api.client import AsyncClient, Client
 from api.settings import Settings
 from ledger import answers, provenance, service
-from ledger.defaults import (
+from verify.defaults import (
     DEAD_CEILING_SECONDS,
     DEFAULT_LIFECYCLE_SECONDS,
     DEFAULT_TTL_SECONDS,

@@ -20,7 +20,7 @@ from api.client.errors import LeaseLost, TenureError
 from api.client.keeper import Keeper, OnLost, logger, report_loss
 from api.client.tls import CertFiles, tls_verify
 from api.client.trust import Trust, witness_policy
-from ledger.defaults import DEFAULT_TTL_SECONDS
+from verify.defaults import DEFAULT_TTL_SECONDS
 
 
 class AsyncClient:
