@@ -1,25 +1,12 @@
-"""What does an answer made by native code buy? A probe, not a design (issue 10).
+"""What would an answer made by native code buy? A probe beside the default server, not a design.
 
-Not a test, and nothing of it is in the server: prints figures. docs/performance.md (tenth
-round) named the credential's assembly in native code as the next lever; this measured its
-ceiling beside the default ``tenure serve`` before it was built (``native/``, decisions/0015),
-alternated, with ``bench/vs_etcd.py``'s load (wrk, fresh acquires under an API key). With
-``--python`` the probe is the default server with the native path off (the Python path writes
-every answer): the built path's own before/after.
-
-The probe is an unchanged ``tenure serve`` whose processes load
-``bench/probe_site/sitecustomize.py``: the lease route's ``respond`` then answers every grant
-after a worker's first with that first grant's bytes (wrk reads only the status), but still
-pays what native code would have to: the Ed25519 signature over two SHA-256 digests (of the
-~2.6 KB envelope and a 300-byte part of it) and three more SHA-256s (the request body, 600 and
-500 bytes). The credential's Python around them — the request's canonical bytes, the plainness
-walks, the manifest, the subject and its frame, the proof's dicts, base58, the envelope — is
-skipped. With ``--conservative`` the probe also pays base58 in Python and three orjson
-encodings of the answer's data: more than native code would.
-
-Each run is driven and printed by ``bench/vs_etcd.py``'s own ``wrk`` and ``show``: rate, p99,
-server CPU per request, the machine's idle share and — for the probe's runs too — the ledger
-lock's figures.
+Not a test, and nothing of it is in the server: prints figures. It measured the ceiling of
+assembling the credential in native code before ``native/`` was built (decisions/0015). Its
+servers load ``bench/probe_site/sitecustomize.py``: each worker answers every grant after its
+first with that grant's bytes, still paying the signature and hashes native code would.
+``--conservative`` also pays base58 and orjson in Python; ``--python`` is the default server with
+the native path off. Alternated with the default ``tenure serve`` under ``bench/vs_etcd.py``'s
+load, printed by its ``show``; what the probe pays and skips: docs/performance.md.
 
     .venv/bin/python bench/answer_probe.py [--duration 10] [--rounds 5] [--conservative | --python]
 """

@@ -1,22 +1,13 @@
 """Benchmark lease throughput and latency over HTTP: acquire→release cycles, N connections.
 
-Not a test: prints figures. Starts its own `tenure serve` on a free port with throw-away data and
-keys (or, with ``--url``, drives a running server), then for each N in ``--connections`` opens N
-keep-alive HTTP/1.1 connections, each cycling acquire→release on a resource of its own (a
-high-entropy name, so the anonymous tenant accepts it), for ``--duration`` seconds after a short
-warm-up. Every acquire is a fresh grant and every release frees it, so each cycle appends two
-durable ledger entries (two lease events).
-
-The client is deliberately thin — raw ``asyncio.open_connection`` with hand-written requests and a
-minimal response parser — because on a small machine it shares the CPUs with the server. It
-reports its own CPU time (and the server's, when it started the server) so readers can judge how
-much of the machine the load generator took.
+Not a test: prints figures. Starts its own ``tenure serve`` with throw-away data and keys (or,
+with ``--url``, drives a running one); for each N in ``--connections``, N keep-alive connections
+cycle acquire→release on resources of their own, two durable ledger entries per cycle. The client
+is thin raw asyncio, since it shares the CPUs, and prints its own CPU beside the server's.
+``--database postgresql://…`` with ``--nodes K`` runs K servers on one database, round-robin.
+Method and figures: docs/performance.md.
 
     .venv/bin/python bench/lease_bench.py [--duration 10] [--connections 1,64] [--url URL]
-
-With ``--database postgresql://…`` the started servers use that (empty, throw-away) database, and
-``--nodes K`` starts K of them on it with one keys folder (docs/postgres.md), the connections
-spread round-robin over the nodes; the server CPU is the sum over all of them.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Server CPU per lease event, in process: the app driven through raw ASGI calls, no sockets.
 
-Not a test: prints figures. Opens ``create_app`` with throw-away data and keys, runs its lifespan,
-then drives N interleaved acquire→release cycles (each a fresh grant and a release, two durable
-ledger entries) — or, with ``--fresh``, acquires of new resources under an API key, the load
-``bench/vs_etcd.py`` puts on a server — by calling the ASGI app directly, so the figure is the
-app's own Python per event (routing, middleware, the service, the receipt) without the HTTP
-server or a client process. The process's CPU (``process_time``, the writer thread's SQLite work
-included), the event-loop thread's alone (``thread_time``) and the difference (the writer) are
-printed; the driver itself is a few µs per request. The profile is timed by ``thread_time``, so
-waits and other processes on a shared machine do not inflate it.
+Not a test: prints figures. Runs ``create_app`` with throw-away data and keys and drives N
+interleaved acquire→release cycles (or, with ``--fresh``, ``bench/vs_etcd.py``'s fresh acquires)
+straight into the ASGI app, so the figure is the app's own Python per event, without the HTTP
+server or a client. Prints the process's CPU, the event loop's and the writer's; the profile is
+timed by ``thread_time`` so a shared machine does not inflate it. Method: docs/performance.md.
 
     .venv/bin/python bench/lease_profile.py [--events 4000] [--concurrency 64] [--fresh]
                                             [--profile out.prof] [--python-answers]

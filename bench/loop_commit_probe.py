@@ -1,18 +1,11 @@
-"""The event loop writing its own batches (docs/decisions/0017), before and after (issue 10).
+"""The event loop writing its own batches (docs/decisions/0017) against the way before it.
 
-Not a test: prints figures. This began as a probe — the loop running its batches on lent turns,
-patched into an unchanged server — measured beside the default ``tenure serve`` before the
-design was built (docs/performance.md, twelfth round). Now that it is the default, the probe is
-the way before it: a ``tenure serve`` whose processes load ``bench/probe_site/sitecustomize.py``,
-which makes ``SQLiteStorage.turns`` answer ``None``, so every batch is written by the committer's
-writer thread while the loop signs the answers during the COMMIT (0014), as PostgreSQL's are.
-
-With ``--against ask-at-once`` the probe is the way before docs/decisions/0018 instead: lent
-turns, but the first unit after a turn asks the helper for the lock at once, not once the loop
-has run the callbacks it already had.
-
-Alternated fresh servers with ``bench/vs_etcd.py``'s load; each run printed by its ``show``:
-rate, p99, server CPU per request, the machine's idle share, the ledger lock's figures.
+Not a test: prints figures. The probe is a ``tenure serve`` whose processes load
+``bench/probe_site/sitecustomize.py`` so ``SQLiteStorage.turns`` answers ``None``: every batch is
+written by the writer thread, as before 0017. With ``--against ask-at-once`` it is the way before
+docs/decisions/0018 instead: lent turns, but the lock asked for before the loop's backlog runs.
+Alternated fresh servers under ``bench/vs_etcd.py``'s load, each run printed by its ``show``;
+the rounds it served: docs/performance.md.
 
     .venv/bin/python bench/loop_commit_probe.py [--duration 10] [--rounds 5]
                                                 [--against writer-thread|ask-at-once]

@@ -1,11 +1,10 @@
-"""Memory bounded by live state, not history (issue 15): RSS while N distinct resources go
-through acquire → release, and after a restart on that ledger.
+"""Memory bounded by live state, not history: RSS while N resources go through acquire → release.
 
 Not a test: prints figures. In-process (default) it drives ``LeaseService`` directly, ``--batch``
 calls in flight at a time (so they group-commit as a loaded server's would); with ``--http`` it
 starts ``tenure serve`` (``--workers`` as given) and drives it over ``--connections`` keep-alive
 connections, summing the RSS of the server's processes. Prints RSS at 0, N/2 and N, after a
-restart (and the restart's time), and the database's bytes per ledger entry.
+restart on that ledger (and the restart's time), and the database's bytes per ledger entry.
 
     .venv/bin/python bench/memory_bench.py --n 100000
     .venv/bin/python bench/memory_bench.py --http --n 100000 --workers 2

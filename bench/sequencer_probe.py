@@ -1,24 +1,12 @@
 """Would one sequencer process per host beat the shared write lock? A probe, not a design.
 
-Not a test, and nothing of it is in the server: prints figures. docs/decisions/0012 named "a
-sequencer process per machine owning the lock, fed by the HTTP workers over a socket" as the way
-to go further (issue 10). This builds the cheapest faithful version and measures it beside the
-default ``tenure serve``, alternated, with ``bench/vs_etcd.py``'s load (wrk, fresh acquires under
-an API key):
-
-- the **sequencer** is a process running the whole lease service (``Runtime``: the storage, the
-  decider, the group committer, the sweeper) behind a Unix socket; each frame is a pickled
-  ``LeaseCall``, each answer a pickled ``Answer``, written once per event-loop turn. With
-  ``--inline`` its batches commit on its event loop, with no writer thread beside it;
-- the **workers** are an unchanged ``tenure serve`` whose processes load
-  ``bench/probe_site/sitecustomize.py``: after their runtime starts, ``service.lease`` forwards
-  the call to the sequencer. Parsing, tenancy, rate limits, the receipt and HTTP stay in the
-  workers; their own writers only serve the rare writes that are not lease calls.
-
-Each run is driven and printed by ``bench/vs_etcd.py``'s own ``wrk`` and ``show``: rate, p99, CPU
-per request (the sequencer's included), the machine's idle share; ``tenure`` is the default server
-(with its ledger lock's figures), ``sequencer`` the probe (whose lock is in a process the
-workers' ``/metrics`` do not cover).
+Not a test, and nothing of it is in the server: prints figures. It measures the option
+docs/decisions/0012 named for going further: a process running the whole lease service behind a
+Unix socket (pickled ``LeaseCall`` in, ``Answer`` out; ``--inline`` commits on its loop), fed by
+an unchanged ``tenure serve`` whose workers load ``bench/probe_site/sitecustomize.py`` to forward
+lease calls. Alternated with the default server under ``bench/vs_etcd.py``'s load, printed by its
+``show`` (the sequencer's CPU included; its lock is outside the workers' ``/metrics``). What it
+found: docs/performance.md, eighth round.
 
     .venv/bin/python bench/sequencer_probe.py [--duration 10] [--rounds 2] [--inline]
 """

@@ -1,12 +1,11 @@
 """tenure against etcd, side by side: the same wrk load, the same connections, one run.
 
-Not a test: prints figures. etcd (Debian's ``etcd-server``, fsync on) takes ``POST /v3/kv/txn``
-put-if-never-created on a fresh key, the default ``tenure serve`` ``POST /api/v1/lease/acquire`` on
-a fresh resource (one durable entry, a signed receipt), ``--connections`` for ``--duration`` s.
-By default in steady state (``bench/steady.py``, decisions/0025): servers kept warm, the ledger
-filled to ``--fill`` entries, ``--ttl`` leases expiring in every round; ``--fresh``: new servers
-every round, as before. Printed: rates, p99s, server CPU per request, the machine's idle share,
-tenure's ledger lock and the sweeper's share of it, non-2xx answers, the ratio. docs/performance.md.
+Not a test: prints figures. etcd (``etcd-server``, fsync on) takes put-if-never-created on a fresh
+key, ``tenure serve`` an acquire of a fresh resource (one durable entry, a signed receipt). By
+default in steady state (``bench/steady.py``, method in decisions/0025): servers kept warm, the
+ledger filled to ``--fill``, ``--ttl`` leases expiring every round; ``--fresh``: new servers each
+round. Prints rates, p99s, CPU per request, idle share, tenure's lock and the sweeper's share, the
+ratio. Figures: docs/performance.md.
 
     .venv/bin/python bench/vs_etcd.py [--fill 1000000] [--ttl 5] [--rounds 3] [--keep DIR]
     .venv/bin/python bench/vs_etcd.py --fresh [--duration 10] [--connections 64] [--rounds 1]

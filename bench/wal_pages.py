@@ -1,13 +1,10 @@
 """WAL frames per fresh grant: today's two state B-trees against one that interleaves them.
 
 Not a test: prints figures. A bare SQLite file (WAL, ``synchronous=FULL``, no automatic
-checkpoint) written the way the writer writes fresh acquires — per group, each event's entry
-(~600 bytes), its tree leaf and every other parent node, a ``resources`` row and a ``leases``
-row keyed by 32-byte digests (decisions/0010), the expiry index — and the WAL frames each event
-costs are counted from RESTART checkpoints. ``--layout one`` keeps resources and leases in one
-WITHOUT ROWID table (the resource at token 0, its leases after it), so a grant's two rows land on
-one leaf page: the lever docs/performance.md (seventh round) names for fewer pages per grant. The
-rows are stand-ins of the real rows' sizes, not tenure's code; the point is the page count.
+checkpoint) written as the writer writes fresh acquires, with stand-in rows of the real sizes;
+the frames per event are counted from RESTART checkpoints. ``--layout one`` keeps resources and
+leases in one WITHOUT ROWID table so a grant's two rows share a leaf page (decisions/0013). What
+each row and index is, and the result: docs/performance.md, seventh round.
 
     .venv/bin/python bench/wal_pages.py [--events 20000] [--group 26]
 """

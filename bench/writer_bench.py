@@ -1,24 +1,14 @@
-"""The writer thread's CPU per lease event, without HTTP or an event loop (issue 10).
+"""The writer thread's CPU per lease event, without HTTP or an event loop.
 
-Not a test: prints figures. Opens a throw-away SQLite ledger with its names key and drives the
-:class:`~ledger.decider.Decider` as the group committer's writer thread does for fresh acquires
-(``bench/vs_etcd.py``'s load): for each batch, every call's ``prepare`` and the storage's
-``warm_lease``, then one transaction with ``begin``, the calls and ``committed``. It prints the
-writer's CPU per event (``thread_time``: before the transaction and inside it) and the user and
-system parts (``getrusage``). For A/B comparisons that the machine's load does not blur, count
-instructions instead: run it under ``valgrind --tool=callgrind`` with two ``--events`` values and
-divide the difference of the totals by the difference of the events.
+Not a test: prints figures. Drives the :class:`~ledger.decider.Decider` on a throw-away SQLite
+ledger as the group committer's writer does for fresh acquires (``prepare``, ``warm_lease``, one
+transaction per batch) and prints the writer's CPU per event. ``--wal-frames`` skips checkpoints
+and prints WAL frames per event (decisions/0013); ``--processes N`` runs N writers on one ledger,
+as a server's N workers do. For A/B figures the machine's load does not blur, count instructions
+under callgrind: method in docs/performance.md.
 
     .venv/bin/python bench/writer_bench.py [--events 6000] [--batch 12] [--rounds 3]
                                            [--processes 1] [--wal-frames]
-
-With ``--wal-frames`` no checkpoint runs, so the WAL only grows, and each round also prints the
-WAL frames (pages synced by COMMIT) per event: the figure docs/decisions/0013 is about.
-
-With ``--processes N`` that many processes write to one ledger at once, as the writers of a
-server's N workers do (each batch under the ledger's lock, each process's page cache emptied by
-the others' commits), without the event loops: each prints its own figures, so the CPU a writer
-spends per event alone and beside others can be compared.
 """
 
 from __future__ import annotations
