@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from api import admin_cli, extras, monitor, serve_cli
+from api import admin_cli, backup_cli, extras, monitor, serve_cli
 from api.lease_run import add_lease_parser, lease_main, split_command
 from api.mcp_cli import add_mcp_parser, mcp_main
 
@@ -24,6 +24,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     serve_cli.add_parser(commands)
     admin_cli.add_parsers(commands)
+    backup_cli.add_parsers(commands)
     add_lease_parser(commands)
     add_mcp_parser(commands)
     monitor.add_parser(commands)
@@ -59,6 +60,10 @@ def _run(args: argparse.Namespace, argv: list[str], command: list[str]) -> int:
         return admin_cli.export_main(args)
     if args.command == "audit":
         return admin_cli.audit_main(args)
+    if args.command == "backup":
+        return backup_cli.backup_main(args)
+    if args.command == "restore":
+        return backup_cli.restore_main(args)
     if args.command == "lease":
         return lease_main(args, command)
     if args.command == "mcp":

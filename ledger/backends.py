@@ -130,6 +130,22 @@ def claim_keys(data_dir: Path, fingerprint: str) -> None:
     claim(data_dir, fingerprint)
 
 
+def copy_ledger(source: Path, dest: Path, keys_dir: Path) -> int:
+    """A copy of the SQLite ledger folder ``source`` as ``dest``, taken online and audited
+    against ``keys_dir`` before it appears; its entry count. ``StorageError`` saying why not
+    (``ledger/sqlite/backup.py``)."""
+    from ledger.sqlite.backup import copy_ledger as copy
+
+    return copy(source, dest, keys_dir)
+
+
+def served(data_dir: Path) -> bool:
+    """Whether a live process serves the SQLite ledger folder ``data_dir`` now."""
+    from ledger.sqlite.cluster import serving
+
+    return serving(data_dir)
+
+
 def gauges(storage: Storage) -> Gauges:
     """The storage's gauges (metrics); every backend offers them."""
     if not isinstance(storage, Gauges):
