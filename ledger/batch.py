@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +70,7 @@ class Batch:
     """One transaction's view; every method runs on the thread that writes, inside ``tx``."""
 
     __slots__ = (
-        *("tx", "recorder", "limits", "worker", "local", "floor", "served", "serving"),
+        *("tx", "recorder", "limits", "worker", "local", "floor", "served", "serving", "freed"),
         *("_cache", "_fresh", "_master", "_base", "_serve_waiters", "_rng"),
     )
 
@@ -92,6 +92,9 @@ class Batch:
         self.served: list[tuple[str, str]] = []
         """The waiters granted or refused here, by worker: woken after the commit."""
         self.serving: set[Key] = set()
+        self.freed: dict[Key, int] | None = None
+        """While a sweep records, the resources it freed and when: served after, not each
+        between two expiries, so the held-back rows are written together."""
 
     def resource(self, tenant: str, name: str) -> Resource:
         """The resource as this transaction sees it, shared by every call of the batch."""
@@ -101,6 +104,14 @@ class Batch:
             res = self.tx.resource(tenant, name) or Resource(tenant, name)
             self._cache[key] = res
         return res
+
+    def read_ahead(self, keys: Iterable[Key]) -> None:
+        """Read the resources of ``keys`` this batch has not yet seen, in one storage call."""
+        wanted = [key for key in dict.fromkeys(keys) if key not in self._cache]
+        if wanted:
+            found = self.tx.resources(wanted)
+            for key in wanted:
+                self._cache[key] = found.get(key) or Resource(*key)
 
     def at(self, now: int) -> int:
         """The time a decision is taken at: ``now``, unless the log already holds a later
@@ -190,9 +201,17 @@ class Batch:
             apply(change)
         for event in decision.events:
             if event.kind in FREEING:
-                self._serve_waiters(self, (res.tenant, res.name), decision.events[-1].time)
+                self.free((res.tenant, res.name), decision.events[-1].time)
                 break
         return recorded.position, recorded.entry, recorded.names
+
+    def free(self, key: Key, now: int) -> None:
+        """A slot of ``key`` freed at ``now``: serve its waiters, or note it while a sweep
+        holds them (rule 9 holds either way: they are served in this transaction)."""
+        if self.freed is None:
+            self._serve_waiters(self, key, now)
+        else:
+            self.freed[key] = now
 
     def render(
         self,

@@ -14,7 +14,7 @@ from typing import Any
 
 from ledger import leases, metrics
 from ledger.answers import lease_view
-from ledger.batch import Batch
+from ledger.batch import Batch, Key
 from ledger.changes import DisarmDeadMan, ForgetRequests
 from ledger.leases import Decision, EventKind, Outcome
 from ledger.recorder import resource_change
@@ -63,12 +63,26 @@ def sweep(batch: Batch, now: int, idempotency_ms: int) -> None:
         metrics.swept(time.perf_counter() - started)
 
 
+def expire_due(batch: Batch, due: list[tuple[str, str]], now: int) -> None:
+    """Record the expiries of the resources ``due``: read together, recorded one by one, then
+    their waiters served, so every expiry's rows go to storage in one write, not one each."""
+    batch.read_ahead(due)
+    freed: dict[Key, int] = {}
+    batch.freed = freed
+    try:
+        for tenant, name in dict.fromkeys(due):
+            res = batch.resource(tenant, name)
+            batch.record(res, Decision(Outcome.RELEASED, leases.expire(res, now)))
+    finally:
+        batch.freed = None
+    for key, at in freed.items():
+        batch.free(key, at)
+
+
 def _sweep(batch: Batch, now: int, idempotency_ms: int) -> None:
     now = batch.at(now)
     tx = batch.tx
-    for tenant, name in tx.expired_leases(now, SWEEP_BATCH):
-        res = batch.resource(tenant, name)
-        batch.record(res, Decision(Outcome.RELEASED, leases.expire(res, now)))
+    expire_due(batch, tx.expired_leases(now, SWEEP_BATCH), now)
     for tenant, scope in tx.due_scopes(now, SWEEP_BATCH):
         release_scope(batch, tenant, scope, now, "deadman")
     for tenant, name in tx.ended_lifecycles(now, SWEEP_BATCH):
