@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi.testclient import TestClient
 
 from api.app import create_app
@@ -78,13 +80,21 @@ def test_rotation_on_a_full_disk_leaves_no_key_and_restarts_work(
     assert f"keys in folder: {len(before)}" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("content", [b"", b"-----BEGIN PRIVATE KEY-----\nMC4CAQAw"])
+def cut_key() -> bytes:
+    """The first half of a PEM key generated here: a key file cut short by a full disk."""
+    pem = Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return pem[: len(pem) // 2]
+
+
+@pytest.mark.parametrize("cut", [False, True], ids=["empty", "cut-short"])
 def test_an_empty_or_cut_key_file_is_named_with_exit_2(
-    ledger: dict[str, Path], content: bytes, capsys: pytest.CaptureFixture[str]
+    ledger: dict[str, Path], cut: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
     keys = ledger["keys"]
     bad = keys / "signing-999999999999999-00000000.key"
-    bad.write_bytes(content)
+    bad.write_bytes(cut_key() if cut else b"")
     assert main(["keys", "show", "--keys", str(keys)]) == 2
     err = capsys.readouterr().err
     assert f"signing key {bad} cannot be read" in err and "Traceback" not in err
