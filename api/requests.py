@@ -222,36 +222,18 @@ def parse_json(body: bytes) -> Any:
         raise not_json(str(error)) from error
 
 
-class DuplicateKey(ValueError):
-    """A JSON object names a member twice (RFC 7493 §2.3 forbids it)."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found = dict(pairs)
-    if len(found) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise DuplicateKey(key)
-            seen.add(key)
-    return found
-
-
-_UNIQUE = json.JSONDecoder(object_pairs_hook=_unique)
+_UNIQUE = json.JSONDecoder(object_pairs_hook=ijson.unique_pairs)
 
 
 def loads_unique(body: bytes) -> Any:
-    """``json.loads(body, object_pairs_hook=_unique)`` with one decoder made once (json.loads
-    makes a decoder and its scanner per call when given a hook): the same decoding of bytes
-    (RFC 8259 §8.1 encoding detection, a UTF-8 BOM dropped), the same values and errors."""
+    """``json.loads`` with ``ijson.unique_pairs`` as its pairs hook, one decoder made once
+    (json.loads makes a decoder and its scanner per call when given a hook): the same decoding
+    of bytes (RFC 8259 §8.1 encoding detection, a UTF-8 BOM dropped), the same values and
+    errors."""
     return _UNIQUE.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
 
 
-def _duplicate(error: DuplicateKey) -> InputError:
+def _duplicate(error: ijson.RepeatedKey) -> InputError:
     message = f"duplicate key {error.key!r} in a JSON object (I-JSON, RFC 7493 §2.3)"
     return InputError("duplicate_key", message, error.key)
 
@@ -277,7 +259,7 @@ def refuse_duplicate_keys(body: bytes) -> Any:
         return flat
     try:
         return loads_unique(body)
-    except DuplicateKey as error:
+    except ijson.RepeatedKey as error:
         raise _duplicate(error) from error
     except (ValueError, RecursionError):
         return UNPARSED

@@ -21,7 +21,7 @@ from api import requests
 from api.accel import fastjson
 from api.refusals import InputError
 from api.responses import answer_response
-from verify import jcs
+from verify import ijson, jcs
 from verify.errors import MalformedInput
 
 # Every code point, lone surrogates included, and keys that sort differently by UTF-16 units.
@@ -112,7 +112,7 @@ _bodies = (
 @given(_bodies)
 def test_the_decoder_made_once_reads_as_json_loads_with_the_hook(body: bytes) -> None:
     """One decoder for every body reads what json.loads read and refuses alike."""
-    expected = _read(lambda b: json.loads(b, object_pairs_hook=requests._unique), body)
+    expected = _read(lambda b: json.loads(b, object_pairs_hook=ijson.unique_pairs), body)
     assert _read(requests.loads_unique, body) == expected
 
 

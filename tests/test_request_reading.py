@@ -17,6 +17,7 @@ from api import requests
 from api.refusals import InputError
 from api.requests import BODY_KEY, header, read_body
 from ledger.provenance import UNPARSED
+from verify import ijson
 
 READ = ["accept-provenance", "authorization", "content-length", "content-type", "tenure-namespace"]
 NAMES = st.sampled_from([*READ, "host", "x-other", "accept"])
@@ -109,10 +110,10 @@ def test_flat_bodies_are_read_as_the_decoder_reads_them(body: bytes) -> None:
     (an integer past 64 bits stays an integer), or UNPARSED alike."""
     try:
         document = (
-            json.loads(body, object_pairs_hook=requests._unique) if b'"' in body else UNPARSED
+            json.loads(body, object_pairs_hook=ijson.unique_pairs) if b'"' in body else UNPARSED
         )
         expected = ("value", _typed(document))
-    except requests.DuplicateKey as error:
+    except ijson.RepeatedKey as error:
         expected = ("duplicate", error.key)
     except ValueError:
         expected = ("value", _typed(UNPARSED))

@@ -21,7 +21,7 @@ from typing import Any
 from verify.errors import MalformedInput
 from verify.limits import MAX_SAFE_INTEGER
 
-__all__ = ["DuplicateKey", "NotIJSON", "loads", "require_integers"]
+__all__ = ["DuplicateKey", "NotIJSON", "RepeatedKey", "loads", "require_integers", "unique_pairs"]
 
 
 class NotIJSON(MalformedInput):
@@ -40,19 +40,21 @@ class _Refused(ValueError):
     """Raised inside the decoder's hooks; ``loads`` adds which document."""
 
 
-class _Repeated(_Refused):
+class RepeatedKey(_Refused):
+    """An object names ``key`` twice (raised by :func:`unique_pairs`)."""
+
     def __init__(self, key: str) -> None:
         super().__init__(f"duplicate key {key[:64]!r} in an object (RFC 7493 §2.3)")
         self.key = key
 
 
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     found = dict(pairs)
     if len(found) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _Repeated(key)
+                raise RepeatedKey(key)
             seen.add(key)
     return found
 
@@ -76,7 +78,10 @@ def _constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(
-    object_pairs_hook=_unique, parse_int=_integer, parse_float=_number, parse_constant=_constant
+    object_pairs_hook=unique_pairs,
+    parse_int=_integer,
+    parse_float=_number,
+    parse_constant=_constant,
 )
 
 
@@ -91,7 +96,7 @@ def loads(text: str | bytes, what: str = "document") -> Any:
         _no_surrogate(text, what)
     try:
         value = _DECODER.decode(text)
-    except _Repeated as error:
+    except RepeatedKey as error:
         raise DuplicateKey(f"{what}: {error}", error.key) from error
     except _Refused as error:
         raise NotIJSON(f"{what}: {error}") from error
