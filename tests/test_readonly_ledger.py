@@ -40,6 +40,8 @@ def backup() -> Iterator[Path]:
     """A read-only copy (folders 0555, files 0444) of a ledger of three entries."""
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         pytest.skip("running as root without setpriv: no user to be refused a write")
+    if os.geteuid() == 0 and as_reader("--help").returncode != 0:
+        pytest.skip(f"nobody cannot read the checkout {ROOT} (a 0700 folder above it)")
     root = Path(tempfile.mkdtemp(prefix="tenure-ro-"))
     root.chmod(0o755)
     settings = Settings(data_dir=root / "live", keys_dir=root / "keys")
