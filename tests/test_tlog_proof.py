@@ -67,6 +67,9 @@ def test_a_bundle_converts_to_the_same_tlog_proof(log: dict[str, Any]) -> None:
         from_bundle({"inclusion": {}})
 
 
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
 def test_an_altered_proof_fails_naming_why(log: dict[str, Any]) -> None:
     text = proof_of(log, 2)
     lines = text.split("\n")
@@ -80,9 +83,13 @@ def test_an_altered_proof_fails_naming_why(log: dict[str, Any]) -> None:
     moved = "\n".join([lines[0], lines[1], "index 1", *lines[3:]])
     with pytest.raises(ProofError):
         verify(moved, log["origin"], log["key"])
-    flipped = lines[3][:-2] + ("A" if lines[3][-2] != "A" else "B") + lines[3][-1]
+    flipped = ("B" if lines[3][0] == "A" else "A") + lines[3][1:]
     with pytest.raises(ProofError):
         verify("\n".join([*lines[:3], flipped, *lines[4:]]), log["origin"], log["key"])
+    last = lines[3][-2]
+    unused = lines[3][:-2] + _B64[_B64.index(last) ^ 1] + lines[3][-1]
+    with pytest.raises(MalformedInput, match="not canonical base64"):
+        verify("\n".join([*lines[:3], unused, *lines[4:]]), log["origin"], log["key"])
 
 
 @pytest.mark.parametrize(

@@ -106,6 +106,9 @@ def _unb64(text: Any, what: str) -> bytes:
     if not isinstance(text, str):
         raise MalformedInput(f"{what} must be base64 text")
     try:
-        return base64.b64decode(text, validate=True)
+        value = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as error:
         raise MalformedInput(f"{what} is not standard base64") from error
+    if _b64(value) != text:
+        raise MalformedInput(f"{what} is not canonical base64 (its unused bits are not zero)")
+    return value
