@@ -9,28 +9,26 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ledger import metrics, sealing
 from ledger.changes import Change
-from ledger.leases import Resource
 from ledger.names import NameCodec, needs_names
-from ledger.sqlite import reads
+from ledger.sqlite import listing
 from ledger.sqlite.checkpointer import Checkpointer
 from ledger.sqlite.opening import open_db
 from ledger.sqlite.pending import PendingWrites
+from ledger.sqlite.reads import LoopReads, SnapshotReads, StateReads
 from ledger.sqlite.schema import DB_NAME, NAMES_STEP, connect
 from ledger.sqlite.store import apply
 from ledger.sqlite.writelock import WriteLock
 from ledger.storage import (
     ApiKeyRecord,
-    CheckpointRecord,
     KeyRecord,
-    RequestRecord,
+    LeaseScan,
     StorageError,
-    WaiterRecord,
 )
 
 
@@ -38,7 +36,7 @@ def exists(data_dir: Path) -> bool:
     return (data_dir / DB_NAME).is_file()
 
 
-class SQLiteTransaction:
+class SQLiteTransaction(StateReads):
     """One ``BEGIN IMMEDIATE`` transaction of the writer connection.
 
     The hot changes are held back (``ledger/sqlite/pending.py``) and written, a few statements
@@ -50,12 +48,15 @@ class SQLiteTransaction:
         self._names_or_none = names
         self._pending = PendingWrites()
 
-    @property
-    def _names(self) -> NameCodec:
+    def _codec(self) -> NameCodec:
         return needs_names(self._names_or_none)
 
+    def _reading(self) -> sqlite3.Connection:
+        self._pending.flush(self._conn)
+        return self._conn
+
     def apply(self, change: Change) -> None:
-        names = self._names_or_none or self._names  # the property only to raise
+        names = self._names_or_none or self._codec()  # the codec only to raise
         if not self._pending.add(names, change):
             self.flush()
             apply(self._conn, names, change)
@@ -64,85 +65,21 @@ class SQLiteTransaction:
         """Write the held-back changes: every read sees them, and the commit makes them durable."""
         self._pending.flush(self._conn)
 
-    def _reading(self) -> sqlite3.Connection:
-        self._pending.flush(self._conn)
-        return self._conn
-
-    def tree_size(self) -> int:
-        return reads.tree_size(self._reading())
-
-    def node(self, level: int, index: int) -> bytes:
-        return reads.node(self._reading(), level, index)
-
-    def entry(self, index: int) -> bytes | None:
-        return reads.entry(self._reading(), index)
-
-    def resource(self, tenant: str, name: str) -> Resource | None:
-        return reads.resource(self._reading(), self._names, tenant, name)
-
-    def resources(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Resource]:
-        return reads.resources(self._reading(), self._names, keys)
-
-    def request(self, tenant: str, request_id: str) -> RequestRecord | None:
-        return reads.request(self._reading(), self._names, tenant, request_id)
-
-    def api_key_tenant(self, digest: bytes) -> str | None:
-        return reads.api_key_tenant(self._reading(), digest)
-
     def keyed(self, kind: bytes, tenant: str, value: bytes) -> bytes:
-        return self._names.keyed(kind, tenant, value)
-
-    def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.expired_leases(self._reading(), self._names, now, limit)
-
-    def ended_lifecycles(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.ended_lifecycles(self._reading(), self._names, now, limit)
-
-    def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.due_scopes(self._reading(), self._names, now, limit)
-
-    def scope_resources(self, tenant: str, scope: str) -> list[str]:
-        return reads.scope_resources(self._reading(), self._names, tenant, scope)
-
-    def waiters(self, tenant: str, resource: str) -> list[WaiterRecord]:
-        return reads.waiters(self._reading(), self._names, tenant, resource)
-
-    def waiter(self, waiter_id: str) -> WaiterRecord | None:
-        return reads.waiter(self._reading(), self._names, waiter_id)
-
-    def waiter_workers(self) -> list[str]:
-        return reads.waiter_workers(self._reading())
+        return self._codec().keyed(kind, tenant, value)
 
 
-class SQLiteSnapshot:
+class SQLiteSnapshot(SnapshotReads):
     """A deferred read transaction: its first read fixes what every later read sees."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
-    def tree_size(self) -> int:
-        return reads.tree_size(self._conn)
-
-    def node(self, level: int, index: int) -> bytes:
-        return reads.node(self._conn, level, index)
-
-    def log_id(self) -> str:
-        return reads.log_id(self._conn)
-
-    def signing_keys(self) -> list[KeyRecord]:
-        return reads.keys(self._conn)
-
-    def entries(self, end: int) -> Iterator[tuple[int, bytes]]:
-        return reads.entries(self._conn, 0, end)
-
-    def checkpoints(self, up_to: int) -> Iterator[CheckpointRecord]:
-        return reads.checkpoints(self._conn, 0, up_to)
-
-    def latest_checkpoint(self) -> CheckpointRecord | None:
-        return reads.latest_checkpoint(self._conn)
+    def _reading(self) -> sqlite3.Connection:
+        return self._conn
 
 
-class SQLiteStorage:
+class SQLiteStorage(LoopReads):
     """The ledger in ``<data_dir>/tenure.db``.
 
     Writers are serialized across threads and processes by the ledger's write lock
@@ -210,6 +147,9 @@ class SQLiteStorage:
                 raise
         metrics.sqlite_committed(committed)  # after the lock: the next writer need not wait
 
+    def _reading(self) -> sqlite3.Connection:
+        return self._reader
+
     def turns(self) -> WriteLock:
         return self._lock
 
@@ -224,30 +164,6 @@ class SQLiteStorage:
         if self._names is not None:
             sealing.warm_lease(self._names, tenant, resource, holder, scope)
 
-    def tree_size(self) -> int:
-        return reads.tree_size(self._reader)
-
-    def node(self, level: int, index: int) -> bytes:
-        return reads.node(self._reader, level, index)
-
-    def entry(self, index: int) -> bytes | None:
-        return reads.entry(self._reader, index)
-
-    def entries(self, start: int, end: int) -> list[tuple[int, bytes]]:
-        return list(reads.entries(self._reader, start, end))
-
-    def latest_checkpoint(self) -> CheckpointRecord | None:
-        return reads.latest_checkpoint(self._reader)
-
-    def checkpoint(self, tree_size: int) -> CheckpointRecord | None:
-        return reads.checkpoint(self._reader, tree_size)
-
-    def checkpoints(self, start: int, limit: int) -> list[CheckpointRecord]:
-        return list(reads.checkpoints(self._reader, start, 2**63 - 1, limit))
-
-    def signing_keys(self) -> list[KeyRecord]:
-        return reads.keys(self._reader)
-
     def record_key_use(self, key: KeyRecord) -> None:
         with self.transaction():
             self._writer.execute(
@@ -260,9 +176,6 @@ class SQLiteStorage:
                 (key.did, key.public_key, key.multikey, key.valid_from),
             )
 
-    def api_key_tenant(self, digest: bytes) -> str | None:
-        return reads.api_key_tenant(self._reader, digest)
-
     def add_api_key(self, record: ApiKeyRecord) -> None:
         with self.transaction():
             self._writer.execute(
@@ -270,22 +183,14 @@ class SQLiteStorage:
                 (record.digest, record.tenant, record.name, record.created_at),
             )
 
-    def api_keys(self) -> list[ApiKeyRecord]:
-        return reads.api_keys(self._reader)
-
     def revoke_api_key(self, digest: bytes) -> bool:
         with self.transaction():
             sql = "DELETE FROM api_keys WHERE key_digest = ?"
             return self._writer.execute(sql, (digest,)).rowcount > 0
 
-    def log_id(self) -> str:
-        return reads.log_id(self._reader)
-
-    def live_leases(self, now: int) -> int:
-        return reads.live_leases(self._reader, now)
-
-    def queued_waiters(self) -> int:
-        return reads.queued_waiters(self._reader)
+    def live_resources(self, tenant: str, after: bytes, now: int, scan: int) -> LeaseScan:
+        names = needs_names(self._names)
+        return listing.live_resources(self._reader, names, tenant, after, now, scan)
 
     @contextmanager
     def export_snapshot(self) -> Iterator[SQLiteSnapshot]:

@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from ledger.sqlite import reads
 from ledger.sqlite.backend import SQLiteSnapshot
+from ledger.sqlite.reads import LoopReads
 from ledger.sqlite.schema import DB_NAME
-from ledger.storage import ApiKeyRecord, KeyRecord, StorageError
+from ledger.storage import StorageError
 
 __all__ = ["ReadOnlyLedger", "writable"]
 
@@ -30,8 +30,9 @@ def writable(folder: Path) -> bool:
     return os.access(folder, os.W_OK) and os.access(database, os.W_OK)
 
 
-class ReadOnlyLedger:
-    """The reads of ``Storage`` that an export and a key listing need, over a read-only file."""
+class ReadOnlyLedger(LoopReads):
+    """The loop's reads of ``Storage`` (an export and a key listing need a few), over a read-only
+    file."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
@@ -46,20 +47,14 @@ class ReadOnlyLedger:
         uri = f"file:{quote(str(path.resolve()))}?{options}"
         try:
             conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-            reads.tree_size(conn)
+            conn.execute("SELECT max(idx) FROM entries").fetchone()
         except sqlite3.Error as error:
             hint = "" if merged else " (its WAL is not merged: copy it from a stopped server)"
             raise StorageError(f"cannot read the ledger in {data_dir}: {error}{hint}") from error
         return cls(conn)
 
-    def tree_size(self) -> int:
-        return reads.tree_size(self._conn)
-
-    def signing_keys(self) -> list[KeyRecord]:
-        return reads.keys(self._conn)
-
-    def api_keys(self) -> list[ApiKeyRecord]:
-        return reads.api_keys(self._conn)
+    def _reading(self) -> sqlite3.Connection:
+        return self._conn
 
     @contextmanager
     def export_snapshot(self) -> Iterator[SQLiteSnapshot]:
