@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from api.files import atomic_write
-from api.monitor_log import Log, Unavailable
+from api.monitor_log import Log, Unavailable, advance
 from api.tls_options import add_client_tls_options, client_tls_problem
 from api.witness_server import listen_address
 from verify import ijson
@@ -190,19 +190,6 @@ class Loop:
         """The log's consistency proof between two sizes, for the witness's own check."""
         data = self.log.get("/api/v1/log/proof/consistency", first=first, second=second)
         return proof_hashes(data)
-
-
-def advance(monitor: Monitor, log: Log) -> tuple[Seen, list[Finding], int]:
-    """One round: the latest checkpoint, its consistency, its new entries, sealed."""
-    new = monitor.checkpoint(log.get("/api/v1/log/checkpoint"))
-    seen = monitor.state.seen
-    if seen is not None and monitor.needs_consistency(new):
-        proof = log.get("/api/v1/log/proof/consistency", first=seen.size, second=new.size)
-        monitor.consistency(new, proof)
-    start = monitor.size
-    while monitor.size < new.size:
-        monitor.entries(new, log.get("/api/v1/log/entries", start=monitor.size, end=new.size))
-    return new, monitor.seal(new), new.size - start
 
 
 def load_state(args: argparse.Namespace, log: Log) -> tuple[MonitorState, str]:

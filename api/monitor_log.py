@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from verify import ijson
 from verify.errors import MalformedInput
+from verify.monitor import Finding, Monitor, Seen
 
 if TYPE_CHECKING:
     import httpx
@@ -79,3 +80,22 @@ class Log:
 
     def _cap(self) -> str:
         return f"the {self.max_body} bytes a monitor reads"
+
+
+def advance(
+    monitor: Monitor, log: Log, note: Seen | None = None
+) -> tuple[Seen, list[Finding], int]:
+    """One round to ``note`` (by default the log's latest checkpoint): its consistency with the
+    last one seen, its new entries checked against the lease rules, sealed. Returns the new
+    checkpoint, the findings, and how many entries were added."""
+    new = monitor.checkpoint(
+        log.get("/api/v1/log/checkpoint") if note is None else {"note": note.note}
+    )
+    seen = monitor.state.seen
+    if seen is not None and monitor.needs_consistency(new):
+        proof = log.get("/api/v1/log/proof/consistency", first=seen.size, second=new.size)
+        monitor.consistency(new, proof)
+    start = monitor.size
+    while monitor.size < new.size:
+        monitor.entries(new, log.get("/api/v1/log/entries", start=monitor.size, end=new.size))
+    return new, monitor.seal(new), new.size - start

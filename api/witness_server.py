@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import TYPE_CHECKING
 
-from api.monitor_log import Log, Unavailable
+from api.monitor_log import Unavailable, advance
 from verify.errors import MalformedInput, ProofError, SignatureError
-from verify.monitor import Finding, Monitor, MonitorState, Seen, Violation, seen_of
+from verify.monitor import Monitor, MonitorState, Seen, Violation, seen_of
 from verify.multikey import public_key_from_did
 from verify.note import verify_note
 from verify.rfc9162 import verify_consistency
@@ -122,7 +122,7 @@ class WitnessService:
         before = loop.state.as_data()
         monitor, fresh = Monitor(loop.state), loop.state.seen is None
         try:
-            added, found = advance_to(monitor, loop.log, new)
+            _, found, added = advance(monitor, loop.log, new)
         except Violation as v:
             loop.state = MonitorState.from_data(before)
             loop.out.event("violation", **v.finding.as_data())
@@ -133,19 +133,6 @@ class WitnessService:
         loop.finish(new, added, fresh, False, found)
         if loop.state.findings:
             raise Refused(422, "the log's entries break the lease rules: it is not cosigned")
-
-
-def advance_to(monitor: Monitor, log: Log, new: Seen) -> tuple[int, list[Finding]]:
-    """Verify ``new`` as the log's next checkpoint: consistency, entries, lease rules."""
-    new = monitor.checkpoint({"note": new.note})
-    seen = monitor.state.seen
-    if seen is not None and monitor.needs_consistency(new):
-        proof = log.get("/api/v1/log/proof/consistency", first=seen.size, second=new.size)
-        monitor.consistency(new, proof)
-    start = monitor.size
-    while monitor.size < new.size:
-        monitor.entries(new, log.get("/api/v1/log/entries", start=monitor.size, end=new.size))
-    return new.size - start, monitor.seal(new)
 
 
 def check_submission(sub: Submission, new: Seen, last: Seen | None) -> None:
