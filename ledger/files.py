@@ -7,12 +7,13 @@ half-written one under the final name, and the error names the file.
 
 from __future__ import annotations
 
+import io
 import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import BinaryIO, TextIO
 
 __all__ = ["WriteFailed", "atomic_write", "create_once", "writing", "writing_text"]
 
@@ -30,7 +31,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
 def create_once(path: Path, data: bytes, mode: int = 0o600) -> bool:
     """Create ``path`` holding ``data`` unless it exists (then False, and it is left alone):
     two processes creating one secret at once both end up reading the same file."""
-    with _temporary(path, mode, "wb") as (tmp, out):
+    with _temporary(path, mode) as (tmp, out):
         out.write(data)
         _sync(out)
         return _publish(tmp, path, replace=False)
@@ -39,7 +40,7 @@ def create_once(path: Path, data: bytes, mode: int = 0o600) -> bool:
 @contextmanager
 def writing(path: Path, mode: int = 0o644) -> Iterator[BinaryIO]:
     """Stream bytes into ``path``; it is replaced only when the block ends without error."""
-    with _temporary(path, mode, "wb") as (tmp, out):
+    with _temporary(path, mode) as (tmp, out):
         yield out
         _sync(out)
         _publish(tmp, path, replace=True)
@@ -48,19 +49,22 @@ def writing(path: Path, mode: int = 0o644) -> Iterator[BinaryIO]:
 @contextmanager
 def writing_text(path: Path, mode: int = 0o644) -> Iterator[TextIO]:
     """:func:`writing` for UTF-8 text (exports)."""
-    with _temporary(path, mode, "w") as (tmp, out):
-        yield out
-        _sync(out)
-        _publish(tmp, path, replace=True)
+    with writing(path, mode) as raw:
+        out = io.TextIOWrapper(raw, encoding="utf-8")
+        try:
+            yield out
+        finally:
+            out.flush()
+            out.detach()
 
 
 @contextmanager
-def _temporary(path: Path, mode: int, how: str) -> Iterator[tuple[Path, Any]]:
+def _temporary(path: Path, mode: int) -> Iterator[tuple[Path, BinaryIO]]:
     """A new temporary file beside ``path``, removed afterwards; OSError becomes WriteFailed."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-        with open(fd, how, encoding=None if "b" in how else "utf-8") as out:
+        with open(fd, "wb") as out:
             yield tmp, out
     except OSError as error:
         raise _failed(path, error) from error
@@ -68,7 +72,7 @@ def _temporary(path: Path, mode: int, how: str) -> Iterator[tuple[Path, Any]]:
         tmp.unlink(missing_ok=True)
 
 
-def _sync(out: BinaryIO | TextIO) -> None:
+def _sync(out: BinaryIO) -> None:
     out.flush()
     os.fsync(out.fileno())
 
