@@ -24,6 +24,7 @@ from api.bundle_routes import bundle_routes
 from api.docs_routes import docs_routes
 from api.explorer_routes import explorer_routes
 from api.lease_routes import ClientGone, lease_routes
+from api.list_routes import list_routes
 from api.log_routes import log_routes
 from api.logs import AccessLog
 from api.mcp_mount import mount_mcp
@@ -45,6 +46,7 @@ from api.settings import Settings
 from api.tenancy import RateLimiter, Tenancy
 from api.tile_routes import tile_routes
 from api.verifying import BoundedVerifier
+from api.watch_routes import watch_routes
 from api.witness_push import pushing
 from ledger.calls import Limits, StorageUnavailable, now_ms
 from ledger.log import LogReader
@@ -138,6 +140,8 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     _handlers(app)
     lease_handler = lease_routes(app, settings)
     scope_routes(app, settings)
+    list_routes(app)
+    watch_routes(app, settings)
     _routes(app, settings)
     log_routes(app)
     tile_routes(app)
@@ -219,7 +223,13 @@ def _handlers(app: FastAPI) -> None:
         return unknown_response(request, STORAGE_UNAVAILABLE)
 
 
-ENVELOPED = ("/api/v1/lease", "/api/v1/namespaces", "/api/v1/scopes", "/api/v1/verify-provenance")
+ENVELOPED = (
+    "/api/v1/lease",
+    "/api/v1/namespaces",
+    "/api/v1/scopes",
+    "/api/v1/verify-provenance",
+    "/api/v1/watch",
+)
 """Paths whose every answer, refusals included, is ``{data, _provenance}`` (DESIGN §3.3)."""
 
 

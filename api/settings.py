@@ -35,6 +35,15 @@ class Settings(BaseSettings):
     verify_body_max_bytes: int = 1024 * 1024
     verify_concurrency: int = Field(default=2, ge=1)
     verify_budget_seconds: float = Field(default=2.0, gt=0)
+    watch_max: int = Field(default=8, ge=1)
+    """Watches (``GET /api/v1/watch``) one tenant may hold open on one server process."""
+    watch_idle_seconds: float = Field(default=300.0, gt=0)
+    watch_heartbeat_seconds: float = Field(default=15.0, gt=0)
+    watch_budget_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    watch_send_seconds: float = Field(default=10.0, gt=0)
+    """How long a reader may keep one event unread before it is cut off."""
+    watch_replay_max: int = Field(default=100_000, ge=1)
+    watch_poll_seconds: float = Field(default=0.2, gt=0)
     access_log: bool = False
     """One line per request on stdout (``tenure serve`` at ``--log-level info`` or lower)."""
     witnesses: list[str] = []

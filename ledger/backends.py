@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +97,18 @@ def open_for_reading(location: Path | str) -> LedgerReader:
     if writable(Path(location)):
         return open_storage(location)
     return ReadOnlyLedger.open(Path(location))
+
+
+def open_tenant_names(location: Path | str, names: NameCodec) -> Callable[[str], list[str]]:
+    """A read of one tenant's resource names, on a connection of its own: a watch names the
+    entries it sends with it (``ledger/watch_names.py``)."""
+    if is_database_url(location):
+        from ledger.postgres.tenant_names import reader as postgres_reader
+
+        return postgres_reader(str(location), names)
+    from ledger.sqlite.tenant_names import reader
+
+    return reader(Path(location), names)
 
 
 def open_membership(location: Path | str, keys: str) -> Membership:
