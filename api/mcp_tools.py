@@ -59,6 +59,11 @@ FIELDS: dict[str, dict[str, Any]] = {
         DEAD_CEILING_SECONDS,
         "release the scope's leases after this long without a heartbeat (0 disarms)",
     ),
+    "renew": {
+        "type": "boolean",
+        "description": "also renew every live lease of the scope by ttlSeconds (one call "
+        "keeps them all)",
+    },
     "document": {
         "type": "object",
         "description": "a saved answer {data, _provenance}, a "
@@ -220,11 +225,14 @@ TOOLS = (
     ToolSpec(
         "scope_heartbeat",
         "Heartbeat a scope's dead-man switch: with no heartbeat for deadSeconds every lease "
-        "in the scope is released. Call it more often than deadSeconds; 0 disarms.",
+        "in the scope is released. Call it more often than deadSeconds; 0 disarms. With "
+        "renew, it also renews every live lease of the scope (answers renewed).",
         ("scope", "deadSeconds"),
-        (),
+        ("renew", "ttlSeconds"),
         False,
-        lambda c, a: c.heartbeat(a["scope"], a["deadSeconds"]),
+        lambda c, a: c.heartbeat(
+            a["scope"], a["deadSeconds"], a.get("renew", False), a.get("ttlSeconds")
+        ),
     ),
     ToolSpec(
         "namespace_create",

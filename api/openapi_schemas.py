@@ -3,11 +3,10 @@ state them, and the request bodies from the pydantic models of api/schemas.py.""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from api.openapi_ops import DOCUMENTS, op_body, with_name_rules
-from api.schemas import LeaseBody, NamespaceBody, ScopeBody
+from api.schemas import HeartbeatBody, LeaseBody, NamespaceBody, ScopeBody
 from ledger.leases import Outcome
 from ledger.ops import Op
 from verify.dataintegrity import SUITES
@@ -189,12 +188,10 @@ LOG_ANSWERS: dict[str, Any] = {
 def body_schemas(ttl_max_seconds: int) -> dict[str, Any]:
     """The request bodies; ``ttlSeconds`` up to this server's ``--ttl-max``."""
     lease = with_name_rules(_model_schema(LeaseBody))
-    ttl = lease["properties"]["ttlSeconds"]
-    for choice in ttl.get("anyOf", [ttl]):
-        if choice.get("type") == "integer":
-            choice["maximum"] = ttl_max_seconds
+    _cap_ttl(lease, ttl_max_seconds)
     scope = with_name_rules(_model_schema(ScopeBody))
-    heartbeat = copy.deepcopy(scope)
+    heartbeat = with_name_rules(_model_schema(HeartbeatBody))
+    _cap_ttl(heartbeat, ttl_max_seconds)
     heartbeat["required"] = ["deadSeconds"]
     heartbeat["properties"]["deadSeconds"] = {
         "type": "integer",
@@ -215,6 +212,13 @@ def body_schemas(ttl_max_seconds: int) -> dict[str, Any]:
         "NamespaceBody": _model_schema(NamespaceBody),
         **DOCUMENTS,
     }
+
+
+def _cap_ttl(schema: dict[str, Any], ttl_max_seconds: int) -> None:
+    ttl = schema["properties"]["ttlSeconds"]
+    for choice in ttl.get("anyOf", [ttl]):
+        if choice.get("type") == "integer":
+            choice["maximum"] = ttl_max_seconds
 
 
 def _model_schema(model: type[Any]) -> dict[str, Any]:

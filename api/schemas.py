@@ -83,6 +83,16 @@ class ScopeBody(BaseModel):
     _check_printable = field_validator("tenant_id", "namespace")(_printable)
 
 
+class HeartbeatBody(ScopeBody):
+    """Body of the scope heartbeat: ``renew`` also renews every live lease of the scope, by
+    ``ttlSeconds`` (default as a lease's)."""
+
+    renew: bool = False
+    ttl_seconds: Annotated[int, Field(ge=1, le=TTL_CEILING_SECONDS)] | None = _alias(
+        "ttlSeconds", "ttl_seconds"
+    )
+
+
 class NamespaceBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -93,4 +103,13 @@ def input_error(error: ValidationError, ranges: Ranges | None = None) -> InputEr
     return refusal_of(error.errors(include_url=False)[0], ranges or {})
 
 
-__all__ = ["OPS", "InputError", "LeaseBody", "NamespaceBody", "OpName", "ScopeBody", "input_error"]
+__all__ = [
+    "OPS",
+    "HeartbeatBody",
+    "InputError",
+    "LeaseBody",
+    "NamespaceBody",
+    "OpName",
+    "ScopeBody",
+    "input_error",
+]

@@ -9,9 +9,10 @@ from api.names import RULE, high_entropy
 from api.refusals import NAME_LENGTH, length_rule
 from api.requests import caller_tenant, parse, read_body, runtime_of
 from api.responses import respond, suite_of
-from api.schemas import InputError, ScopeBody
+from api.schemas import HeartbeatBody, InputError, ScopeBody
 from api.settings import Settings
 from api.tenancy import ANONYMOUS
+from verify.defaults import DEFAULT_TTL_SECONDS
 
 
 def _scope_tenant(
@@ -29,6 +30,20 @@ def _scope_tenant(
         message = f"in the anonymous tenant a scope {RULE}"
         raise InputError("low_entropy", message, "scope")
     return tenant
+
+
+def _renew_seconds(body: HeartbeatBody, ttl_max: int) -> int | None:
+    """How long a heartbeat renews the scope's leases for; None: it renews none."""
+    if not body.renew:
+        if body.ttl_seconds is not None:
+            raise InputError("invalid_value", "ttlSeconds applies only with renew", "ttlSeconds")
+        return None
+    ttl = DEFAULT_TTL_SECONDS if body.ttl_seconds is None else body.ttl_seconds
+    if ttl > ttl_max:
+        raise InputError(
+            "out_of_range", f"ttlSeconds must be an integer 1..{ttl_max}", "ttlSeconds"
+        )
+    return ttl
 
 
 def scope_routes(app: FastAPI, settings: Settings) -> None:
@@ -53,10 +68,17 @@ def scope_routes(app: FastAPI, settings: Settings) -> None:
 
     @app.post("/api/v1/scopes/{scope}/heartbeat")
     async def scope_heartbeat(request: Request, scope: str) -> Response:
-        """Heartbeat the scope's dead-man switch (`deadSeconds` arms it, 0 disarms it)."""
-        body = parse(ScopeBody, await read_body(request, settings.body_max_bytes))
+        """Heartbeat the scope's dead-man switch (`deadSeconds` arms it, 0 disarms it); with
+        `renew`, also renew every live lease of the scope."""
+        service = runtime_of(request).service
+        ttl_range = {"ttlSeconds": (1, service.limits.ttl_max_seconds)}
+        body = parse(HeartbeatBody, await read_body(request, settings.body_max_bytes), ttl_range)
         if body.dead_seconds is None:
             raise InputError("missing", "deadSeconds is required", "deadSeconds")
+        renew = _renew_seconds(body, service.limits.ttl_max_seconds)
         tenant = _scope_tenant(request, scope, body)
-        beat = await runtime_of(request).service.heartbeat(tenant, scope, body.dead_seconds)
-        return respond(request, {"status": "pass", "scope": scope, **beat}, 200)
+        beat = await service.heartbeat(tenant, scope, body.dead_seconds, renew)
+        data = {"status": "pass", "scope": scope, **beat}
+        if renew is not None:
+            data["ledger"] = service.position().as_data()
+        return respond(request, data, 200)

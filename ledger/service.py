@@ -250,15 +250,26 @@ class LeaseService:
         released: list[int] = await self.durable(work)
         return released
 
-    async def heartbeat(self, tenant: str, scope: str, dead_seconds: int) -> dict[str, Any]:
-        """Arm (or with 0 disarm) the scope's dead-man switch; every call is a heartbeat."""
-        now = self.clock()
+    async def heartbeat(
+        self, tenant: str, scope: str, dead_seconds: int, renew_seconds: int | None = None
+    ) -> dict[str, Any]:
+        """Arm (or with 0 disarm) the scope's dead-man switch; every call is a heartbeat. With
+        ``renew_seconds``, the same transaction renews every live lease of the scope by that."""
+        decider, now = self.decider, self.clock()
         op: Change = DisarmDeadMan(tenant, scope)
         if dead_seconds:
             op = ArmDeadMan(tenant, scope, dead_seconds * 1000, now)
-        await self.durable(self.committer.submit([op]))
         deadline = iso(now + dead_seconds * 1000) if dead_seconds else None
-        return {"deadSeconds": dead_seconds, "deadlineAt": deadline, "armed": dead_seconds > 0}
+        beat = {"deadSeconds": dead_seconds, "deadlineAt": deadline, "armed": dead_seconds > 0}
+        if renew_seconds is None:
+            await self.durable(self.committer.submit([op]))
+            return beat
+
+        def work(_: Transaction) -> list[dict[str, Any]]:
+            decider.batch.tx.apply(op)
+            return sweeper.renew_scope(decider.batch, tenant, scope, now, renew_seconds * 1000)
+
+        return beat | {"renewed": await self.durable(self.committer.submit(work))}
 
     # -- the sweeper (rule 7, rule 13, rule 12's 24 h) --------------------------------------
 

@@ -50,6 +50,24 @@ def release_scope(batch: Batch, tenant: str, scope: str, now: int, trigger: str)
     return released
 
 
+def renew_scope(
+    batch: Batch, tenant: str, scope: str, now: int, ttl_ms: int
+) -> list[dict[str, Any]]:
+    """Renew every live lease of the scope by ``ttl_ms`` (rule 5, one renew entry each): the
+    scope's heartbeat with ``renew``, which its owner sends instead of each owner token."""
+    now = batch.at(now)
+    renewed: list[dict[str, Any]] = []
+    for name in batch.tx.scope_resources(tenant, scope):
+        res = batch.resource(tenant, name)
+        events = leases.expire(res, now)
+        for lease in [lease for lease in res.leases if lease.scope == scope]:
+            token = lease.fencing_token
+            events += leases.renew(res, lease.owner_digest, token, ttl_ms, now).events
+            renewed.append({"resource": name, "leaseId": lease.lease_id} | lease_view(lease))
+        batch.record(res, Decision(Outcome.RENEWED, events))
+    return renewed
+
+
 def sweep(batch: Batch, now: int, idempotency_ms: int) -> None:
     """Record what expired, fire the dead-man switches that are due, forget old requests; the
     time it took goes to ``tenure_sweep_seconds`` (its share of the ledger's lock). The rows

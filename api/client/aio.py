@@ -135,9 +135,12 @@ class AsyncClient:
         """See ``Client.release_scope``."""
         return await self.run(self.core.scope(scope, "release"))
 
-    async def heartbeat(self, scope: str, dead_seconds: int) -> ScopeAnswer:
+    async def heartbeat(
+        self, scope: str, dead_seconds: int, renew: bool = False, ttl: int | None = None
+    ) -> ScopeAnswer:
         """See ``Client.heartbeat``."""
-        return await self.run(self.core.scope(scope, "heartbeat", dead_seconds=dead_seconds))
+        fields = dict(dead_seconds=dead_seconds, renew=renew or None, ttl=ttl)
+        return await self.run(self.core.scope(scope, "heartbeat", **fields))
 
     async def create_namespace(self) -> NamespaceAnswer:
         """See ``Client.create_namespace``."""

@@ -94,6 +94,11 @@ class ScopeAnswer(Answer):
     def released_ids(self) -> list[str]:
         return list(self.data.get("releasedIds") or [])
 
+    @property
+    def renewed(self) -> list[dict[str, Any]]:
+        """A heartbeat with ``renew``: each renewed lease with its new ``expiresAt``."""
+        return list(self.data.get("renewed") or [])
+
 
 @dataclass(frozen=True, slots=True)
 class NamespaceAnswer(Answer):

@@ -144,9 +144,13 @@ class Client:
         """Release every lease you hold in ``scope``."""
         return self.run(self.core.scope(scope, "release"))
 
-    def heartbeat(self, scope: str, dead_seconds: int) -> ScopeAnswer:
-        """Arm (0 disarms) the scope's dead-man switch and heartbeat it."""
-        return self.run(self.core.scope(scope, "heartbeat", dead_seconds=dead_seconds))
+    def heartbeat(
+        self, scope: str, dead_seconds: int, renew: bool = False, ttl: int | None = None
+    ) -> ScopeAnswer:
+        """Arm (0 disarms) the scope's dead-man switch and heartbeat it; ``renew`` also
+        renews every live lease of the scope by ``ttl`` s (``renewed`` in the answer)."""
+        fields = dict(dead_seconds=dead_seconds, renew=renew or None, ttl=ttl)
+        return self.run(self.core.scope(scope, "heartbeat", **fields))
 
     def create_namespace(self) -> NamespaceAnswer:
         """Mint a namespace (``ns_…``): a secret naming a fresh tenant of your own."""
