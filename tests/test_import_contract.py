@@ -1,6 +1,8 @@
 """The three floors (README): verify/ imports neither ledger/ nor api/; ledger/ never imports api/.
 
-Walks the AST of every module, so an import inside a function counts too."""
+Walks the AST of every module, so an import inside a function counts too. Also the seam's
+boundaries (docs/decisions/0024): no import circle in ledger/, one importer of a backend, a
+small ``Storage``, and backends whose SQL is their own methods, not forwarders to functions."""
 
 from __future__ import annotations
 
@@ -126,3 +128,73 @@ def test_the_storage_seam_has_at_most_30_members_and_no_speed_hooks() -> None:
     hooks = {name for protocol in (WriterStrategy, Gauges) for name in vars(protocol)}
     assert members & {"turns", "warm_lease", "live_leases", "queued_waiters"} == set()
     assert {"turns", "warm_lease", "live_leases", "queued_waiters"} <= hooks
+
+
+FORWARDING_PENDING: tuple[str, ...] = ("ledger/postgres/backend.py",)
+"""Backend modules whose forwarders are being folded now; each must still hold one."""
+
+
+def forwarders(source: str) -> list[str]:
+    """Methods whose one statement hands over to a function of another of tenure's modules,
+    called or passed (``return reads.node(self.conn, level, index)``, ``self._read(reads.keys)``):
+    a class of forwarders over module functions."""
+    tree = ast.parse(source)
+    modules = {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+        for alias in node.names
+        if (ROOT / node.module.replace(".", "/") / f"{alias.name}.py").is_file()
+    }
+    found: list[str] = []
+    for cls in (node for node in tree.body if isinstance(node, ast.ClassDef)):
+        for method in (node for node in cls.body if isinstance(node, ast.FunctionDef)):
+            body = [stmt for stmt in method.body if not _docstring(stmt)]
+            if len(body) == 1 and _hands_over(body[0], modules):
+                found.append(f"{cls.name}.{method.name}")
+    return found
+
+
+def _docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+
+
+def _hands_over(node: ast.AST, modules: set[str]) -> bool:
+    if isinstance(node, (ast.Return, ast.Expr)) and node.value is not None:
+        return _hands_over(node.value, modules)
+    if isinstance(node, ast.Lambda):
+        return _hands_over(node.body, modules)
+    if isinstance(node, ast.Attribute):
+        return isinstance(node.value, ast.Name) and node.value.id in modules
+    if isinstance(node, ast.Call):
+        return _hands_over(node.func, modules) or any(_hands_over(a, modules) for a in node.args)
+    return False
+
+
+def test_forwarders_finds_a_forwarding_method_and_not_one_that_decides() -> None:
+    source = (
+        "from ledger.sqlite import reads\n"
+        "class T:\n"
+        "    def node(self, level):\n"
+        "        return reads.node(self._conn, level)\n"
+        "    def keys(self):\n"
+        "        return self._read(lambda conn: reads.keys(conn))\n"
+        "    def entry(self, index):\n"
+        "        found = self._cache.get(index)\n"
+        "        return reads.entry(self._conn, index) if found is None else found\n"
+    )
+    assert forwarders(source) == ["T.node", "T.keys"]
+
+
+def test_backends_have_no_forwarder_layer() -> None:
+    """A backend's reads and writes are its own methods (the SQL inherited from ``reads.py``),
+    not one-line hand-overs to module functions."""
+    found = {
+        path.relative_to(ROOT).as_posix(): forwarders(path.read_text(encoding="utf-8"))
+        for backend in ("sqlite", "postgres")
+        for path in sorted((ROOT / "ledger" / backend).glob("*.py"))
+    }
+    assert {name: methods for name, methods in found.items() if methods} == {
+        name: found[name] for name in FORWARDING_PENDING if found[name]
+    }
+    assert all(found[name] for name in FORWARDING_PENDING), "fold it out of FORWARDING_PENDING"
