@@ -25,6 +25,7 @@ HISTORY = frozenset(
         "ledger/postgres/schema.py",
         "ledger/postgres/sealed.py",
         "ledger/rekey.py",
+        "ledger/unsealed.py",
     }
 )
 """Modules that create the tables or migrate older ledgers (docs/decisions/0010's steps)."""

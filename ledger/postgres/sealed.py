@@ -15,7 +15,7 @@ import psycopg
 from ledger import rekey
 from ledger.changes import Change
 from ledger.names import NAMES_CHECK, NameCodec, check_key
-from ledger.sealing import CLEAR_COLUMNS, clear_changes
+from ledger.unsealed import CLEAR_COLUMNS, clear_changes
 
 SEALED_TABLES = """
 CREATE TABLE resources(tenant bytea NOT NULL, name bytea NOT NULL, sealed bytea NOT NULL,

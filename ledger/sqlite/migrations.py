@@ -20,7 +20,6 @@ import sqlite_utils
 from ledger import rekey
 from ledger.changes import Change
 from ledger.names import NAMES_CHECK, NameCodec, check_key
-from ledger.sealing import CLEAR_COLUMNS, clear_changes
 from ledger.sqlite.positions import node_position
 from ledger.sqlite.schema import (
     APPEND_ONLY,
@@ -33,6 +32,7 @@ from ledger.sqlite.schema import (
     append_only,
 )
 from ledger.storage import StorageError
+from ledger.unsealed import CLEAR_COLUMNS, clear_changes
 
 STATE_COLUMNS = (
     "tenant, name, token, sealed, capacity, max_token, lifecycle_end, fingerprint, result,"
