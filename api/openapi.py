@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from api.list_routes import FILTER_LENGTHS, LEASES_PATH
 from api.openapi_ops import NAMESPACE_HEADER
 from api.openapi_schemas import (
     ACCEPT_PROVENANCE,
@@ -24,6 +25,7 @@ from api.openapi_schemas import (
 )
 from api.schemas import OPS
 from api.settings import Settings
+from verify.defaults import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 
 JSON = "application/json"
 TENANT_SECURITY: list[dict[str, list[str]]] = [{}, {"apiKey": []}]
@@ -103,7 +105,9 @@ def _describe(path: str, method: str, operation: dict[str, Any]) -> None:
     operation["operationId"] = first.lower() + "".join(word.title() for word in rest)
     params = [p for p in operation.get("parameters", []) if p.get("in") != "header"]
     operation["parameters"] = params
-    if path.startswith(("/api/v1/lease", "/api/v1/scopes")):
+    if path == LEASES_PATH:
+        _list_operation(operation)
+    elif path.startswith(("/api/v1/lease", "/api/v1/scopes")):
         _tenant_operation(path, operation)
     elif path == "/api/v1/namespaces":
         operation["security"] = [{}]
@@ -137,6 +141,23 @@ def _tenant_operation(path: str, operation: dict[str, Any]) -> None:
     elif path.endswith("/release"):
         _body(operation, "ScopeBody", required=False)
     operation["responses"] = _enveloped(SCOPE_STATUSES)
+
+
+def _list_operation(operation: dict[str, Any]) -> None:
+    """``GET /api/v1/leases``: its query as the route checks it; a bad query is a 400, a bad
+    namespace or API key as on every route."""
+    limit = {"type": "integer", "minimum": 1, "maximum": LIST_LIMIT_MAX}
+    schemas: dict[str, dict[str, Any]] = {
+        "limit": limit | {"default": LIST_LIMIT_DEFAULT},
+        "cursor": {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"},
+    }
+    for name, (low, high) in FILTER_LENGTHS.items():
+        schemas[name] = {"type": "string", "minLength": low, "maxLength": high}
+    for param in operation["parameters"]:
+        param["schema"] = schemas[param["name"]]
+    operation["security"] = TENANT_SECURITY
+    operation["parameters"] = [*operation["parameters"], NAMESPACE_HEADER, ACCEPT_PROVENANCE]
+    operation["responses"] = _enveloped(("200", "400", "401", "422", "429", "500", "503"))
 
 
 def _body(operation: dict[str, Any], schema: str, required: bool) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from ledger import sealing
 from ledger.leases import Completion, Lease, Resource
 from ledger.names import NameCodec
-from ledger.storage import RequestRecord, WaiterRecord
+from ledger.storage import Listed, RequestRecord, WaiterRecord
 
 RESOURCE_COLUMNS = (
     "tenant, name, capacity, max_token, lifecycle_end, fingerprint, result, completed_at,"
@@ -43,6 +43,22 @@ def lease_row(codec: NameCodec, row: Any) -> Lease:
     t, r, sealed, token, digest, expires, lease_id = row
     _, _, holder, scope = codec.open_json(sealing.LEASE, bytes(t) + bytes(r), bytes(sealed))
     return Lease(holder, token, bytes(digest), expires, scope, lease_id)
+
+
+def listed(codec: NameCodec, found: Iterable[Any]) -> list[Listed]:
+    """Rows of :data:`LEASE_COLUMNS` and the resource's capacity, in name order → one
+    :class:`Listed` per resource; each lease's sealed names opened once (its resource's name
+    comes with them)."""
+    listing: list[Listed] = []
+    for t, r, sealed, token, digest, expires, lease_id, capacity in found:
+        _, name, holder, scope = codec.open_json(sealing.LEASE, bytes(t) + bytes(r), bytes(sealed))
+        lease = Lease(holder, token, bytes(digest), expires, scope, lease_id)
+        if listing and listing[-1].position == bytes(r):
+            last = listing[-1]
+            listing[-1] = Listed(last.name, last.capacity, (*last.leases, lease), last.position)
+        else:
+            listing.append(Listed(str(name), capacity, (lease,), bytes(r)))
+    return listing
 
 
 def named(codec: NameCodec, table: bytes, row: Any) -> tuple[str, str]:

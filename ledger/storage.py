@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 from ledger.changes import Change, PutCheckpoint
-from ledger.leases import Resource
+from ledger.leases import Lease, Resource
 
 CheckpointRecord = PutCheckpoint
 """A stored signed checkpoint: what :class:`PutCheckpoint` stored is what is read back."""
@@ -74,6 +74,26 @@ class WaiterRecord:
     worker: str
     call: dict[str, Any]
     answer: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A resource with leases live at the time asked, as a listing found it: ``position`` is
+    where it stands in the backend's order (a later scan goes on after it)."""
+
+    name: str
+    capacity: int
+    leases: tuple[Lease, ...]
+    position: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseScan:
+    """One bounded step of a tenant's listing: what it found, in order, and the position to go
+    on from (None: the scan reached the tenant's last resource)."""
+
+    found: list[Listed]
+    next: bytes | None
 
 
 class Transaction(Protocol):
@@ -226,6 +246,13 @@ class Storage(Protocol):
 
     def log_id(self) -> str:
         """A random id fixed when the ledger was created (the default checkpoint origin)."""
+        ...
+
+    def live_resources(self, tenant: str, after: bytes, now: int, scan: int) -> LeaseScan:
+        """The tenant's resources with a lease live at ``now`` (``expires_at > now``) among the
+        next ``scan`` of its resources after position ``after`` (``b""``: the first), in the
+        order of their names' digests — a stable order that grants and releases between two
+        scans do not shift (docs/decisions/0034)."""
         ...
 
     def export_snapshot(self) -> AbstractContextManager[Snapshot]: ...

@@ -17,3 +17,7 @@ DEAD_CEILING_SECONDS = 86400
 DEFAULT_LIFECYCLE_SECONDS = 86400
 """A resource's lifecycle unless configured (``--lifecycle``), and how long a requestId is
 remembered: a day."""
+LIST_LIMIT_DEFAULT = 100
+"""How many resources one page of ``GET /api/v1/leases`` lists when the caller names no limit."""
+LIST_LIMIT_MAX = 1000
+"""The most resources one page of ``GET /api/v1/leases`` may list (``limit``)."""

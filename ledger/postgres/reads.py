@@ -15,6 +15,7 @@ from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
     KeyRecord,
+    LeaseScan,
     RequestRecord,
     StorageError,
     WaiterRecord,
@@ -205,3 +206,33 @@ def waiter(conn: Conn, names: NameCodec, waiter_id: str) -> WaiterRecord | None:
 
 def waiter_workers(conn: Conn) -> list[str]:
     return [str(w) for (w,) in conn.execute("SELECT DISTINCT worker FROM waiters")]
+
+
+LISTING_BOUND = "SELECT name FROM resources WHERE tenant = %s AND name > %s ORDER BY name"
+"""The ``scan``-th resource after a listing's position, by the resources' primary key."""
+LISTING = (
+    "SELECT l.tenant, l.resource, l.sealed, l.fencing_token, l.owner_digest, l.expires_at,"
+    " l.lease_id, r.capacity FROM leases AS l JOIN resources AS r"
+    " ON r.tenant = l.tenant AND r.name = l.resource WHERE l.tenant = %s AND l.resource > %s"
+    " AND l.expires_at > %s"
+)
+"""The live leases after it, by the leases' primary key (``rows.listed`` reads them)."""
+
+
+def live_resources(
+    conn: Conn, names: NameCodec, tenant: str, after: bytes, now: int, scan: int
+) -> LeaseScan:
+    """The tenant's resources with leases live at ``now`` among its next ``scan`` after
+    ``after``, in digest order; ``next`` is the last of those ``scan`` if there may be more."""
+    digest = names.tenant(tenant)
+    bound = conn.execute(LISTING_BOUND + " LIMIT 1 OFFSET %s", (digest, after, scan - 1))
+    last = bound.fetchone()
+    if last is None:
+        found = conn.execute(LISTING + _IN_ORDER, (digest, after, now))
+        return LeaseScan(rows.listed(names, found), None)
+    up_to = " AND l.resource <= %s" + _IN_ORDER
+    found = conn.execute(LISTING + up_to, (digest, after, now, last[0]))
+    return LeaseScan(rows.listed(names, found), bytes(last[0]))
+
+
+_IN_ORDER = " ORDER BY l.resource, l.fencing_token"
