@@ -31,12 +31,12 @@ from ledger.postgres.connection import (
     is_database_url,
     redact,
 )
+from ledger.postgres.group import Ahead, Group
 from ledger.postgres.schema import NAMES_STEP, has_ledger, migrate
 from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
     KeyRecord,
-    LeaseScan,
     RequestRecord,
     StorageError,
     WaiterRecord,
@@ -57,36 +57,48 @@ def exists(url: str) -> bool:
 
 
 class PostgresTransaction:
-    """One write transaction holding the ``log_head`` row lock."""
+    """One write transaction holding the ``log_head`` row lock; its hot writes are held back
+    and its reads made in bulk (``group.py``)."""
 
-    def __init__(self, conn: Conn, names: NameCodec | None) -> None:
-        self.conn = conn
+    def __init__(self, conn: Conn, names: NameCodec | None, group: Group) -> None:
+        self._conn = conn
         self._names_or_none = names
+        self._group = group
+
+    @property
+    def conn(self) -> Conn:
+        """The connection, every held-back write sent: what is read or written next sees them."""
+        self._group.flush()
+        return self._conn
 
     @property
     def _names(self) -> NameCodec:
         return needs_names(self._names_or_none)
 
     def flush(self) -> None:
-        """Nothing is held back: every change was sent as it was applied."""
+        """Send the held-back writes (pipelined: nothing is waited for)."""
+        self._group.flush()
 
     def apply(self, change: Change) -> None:
-        store.apply(self.conn, self._names, change)
+        if not self._group.hold(change):
+            store.apply(self.conn, self._names, change)
 
     def tree_size(self) -> int:
-        return reads.tree_size(self.conn)
+        return self._group.size
 
     def node(self, level: int, index: int) -> bytes:
-        return reads.node(self.conn, level, index)
+        found = self._group.node(level, index)
+        return reads.node(self.conn, level, index) if found is None else found
 
     def entry(self, index: int) -> bytes | None:
-        return reads.entry(self.conn, index)
+        found = self._group.last_entry(index)
+        return reads.entry(self.conn, index) if found is None else found
 
     def resource(self, tenant: str, name: str) -> Resource | None:
         return reads.resource(self.conn, self._names, tenant, name)
 
     def resources(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Resource]:
-        return reads.resources(self.conn, self._names, keys)
+        return self._group.resources(keys)
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         return reads.request(self.conn, self._names, tenant, request_id)
@@ -110,6 +122,8 @@ class PostgresTransaction:
         return reads.scope_resources(self.conn, self._names, tenant, scope)
 
     def waiters(self, tenant: str, resource: str) -> list[WaiterRecord]:
+        if self._group.quiet(tenant, resource):
+            return []
         return reads.waiters(self.conn, self._names, tenant, resource)
 
     def waiter(self, waiter_id: str) -> WaiterRecord | None:
@@ -155,6 +169,7 @@ class PostgresStorage:
         self._names = names
         self._pool = pool
         self._reader = Reader(url)
+        self._ahead = Ahead()
 
     @classmethod
     def open(
@@ -186,8 +201,11 @@ class PostgresStorage:
     def transaction(self) -> Iterator[PostgresTransaction]:
         try:
             with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
-                store.lock_head(conn)
-                yield PostgresTransaction(conn, self._names)
+                group = Group.open(conn, self._names, self._ahead)
+                tx = PostgresTransaction(conn, self._names, group)
+                yield tx
+                tx.flush()
+            group.committed(self._ahead)
         except psycopg.Error as error:
             raise StorageError(f"the ledger database refused a write: {error}") from error
 
@@ -197,6 +215,7 @@ class PostgresStorage:
     def warm_lease(self, tenant: str, resource: str, holder: str | None, scope: str | None) -> None:
         if self._names is not None:
             sealing.warm_lease(self._names, tenant, resource, holder, scope)
+            self._ahead.note(tenant, resource)  # read with the lock, in its round trip
 
     def tree_size(self) -> int:
         return self._read(reads.tree_size)
@@ -248,10 +267,6 @@ class PostgresStorage:
 
     def queued_waiters(self) -> int:
         return self._read(reads.queued_waiters)
-
-    def live_resources(self, tenant: str, after: bytes, now: int, scan: int) -> LeaseScan:
-        names = needs_names(self._names)
-        return self._read(lambda conn: reads.live_resources(conn, names, tenant, after, now, scan))
 
     @contextmanager
     def export_snapshot(self) -> Iterator[PostgresSnapshot]:

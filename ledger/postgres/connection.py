@@ -13,7 +13,8 @@ import psycopg
 from ledger.storage import StorageError, is_database_url, redact
 
 Conn = psycopg.Connection[Any]
-__all__ = ["Conn", "Reader", "configure", "connect", "is_database_url", "redact"]
+Cursor = psycopg.Cursor[Any]
+__all__ = ["Conn", "Cursor", "Reader", "configure", "connect", "is_database_url", "redact"]
 T = TypeVar("T")
 
 CONNECT_TIMEOUT = 5

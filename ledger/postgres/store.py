@@ -36,15 +36,18 @@ from ledger.names import NameCodec
 Conn = psycopg.Connection[Any]
 
 _LEASE_KEY = "WHERE tenant = %s AND resource = %s AND fencing_token = %s"
-_PUT_RESOURCE = (
-    "INSERT INTO resources(tenant, name, sealed, capacity, max_token, lifecycle_end, fingerprint,"
-    " result, completed_at, completed_fingerprint)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+RESOURCE_UPDATE = (
     " ON CONFLICT (tenant, name) DO UPDATE SET sealed = EXCLUDED.sealed,"
     " capacity = EXCLUDED.capacity,"
     " max_token = EXCLUDED.max_token, lifecycle_end = EXCLUDED.lifecycle_end,"
     " fingerprint = EXCLUDED.fingerprint, result = EXCLUDED.result,"
     " completed_at = EXCLUDED.completed_at, completed_fingerprint = EXCLUDED.completed_fingerprint"
+)
+"""A resource's row is replaced where it is: every column it sets, set again."""
+_PUT_RESOURCE = (
+    "INSERT INTO resources(tenant, name, sealed, capacity, max_token, lifecycle_end, fingerprint,"
+    " result, completed_at, completed_fingerprint)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)" + RESOURCE_UPDATE
 )
 _PUT_LEASE = (
     "INSERT INTO leases(tenant, resource, fencing_token, sealed, owner_digest, expires_at, scope,"
@@ -147,8 +150,3 @@ def add_api_key(conn: Conn, digest: bytes, tenant: str, name: str, created_at: i
 def revoke_api_key(conn: Conn, digest: bytes) -> bool:
     sql = "DELETE FROM api_keys WHERE key_digest = %s RETURNING key_digest"
     return conn.execute(sql, (digest,)).fetchone() is not None  # rowcount waits in a pipeline
-
-
-def lock_head(conn: Conn) -> None:
-    """Lock the log head for this transaction: every writer of every node waits here in turn."""
-    conn.execute("SELECT 1 FROM log_head WHERE id = 1 FOR UPDATE").fetchone()
