@@ -17,7 +17,7 @@ import contextlib
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ledger import metrics
 from ledger.changes import Change
@@ -44,6 +44,22 @@ class BatchHooks(Protocol):
     def failed(self, error: BaseException) -> None: ...
 
 
+@runtime_checkable
+class RetryHooks(Protocol):
+    """Hooks that can start a batch over: its transaction was rolled back, to be tried again
+    without a unit that raised (the writer thread's batches, docs/decisions/0036)."""
+
+    def abandoned(self) -> None: ...
+
+
+class UnitFailed(Exception):
+    """The unit at ``index`` raised (its error is the cause): its transaction is rolled back."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"unit {index} of the batch failed")
+        self.index = index
+
+
 class GroupCommitter:
     """One writer — a thread, or the event loop on lent turns; each commit carries every unit
     queued since the last one. Made on the event loop's thread."""
@@ -58,6 +74,7 @@ class GroupCommitter:
         self._storage = storage
         self._loop = loop
         self._hooks = hooks
+        self._retry = hooks if isinstance(hooks, RetryHooks) else None
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._last: asyncio.Future[Any] | None = None
         self.failure: BaseException | None = None
@@ -183,7 +200,7 @@ class GroupCommitter:
             batch = [item]
             self._stopping = self._drain(batch)
             _prepare(batch)
-            results, error = self._commit(batch, join_late=True)
+            results, error = self._commit_units(batch)
             self._loop.call_soon_threadsafe(_resolve, batch, results, error)
             if self._stopping:
                 return
@@ -198,6 +215,18 @@ class GroupCommitter:
                 return True
             batch.append(item)
 
+    def _commit_units(self, batch: list[_Item]) -> tuple[list[Any], BaseException | None]:
+        """The writer thread's commit of ``batch`` (late units join it). A unit that raises
+        fails alone: the transaction is rolled back and the other units are tried once more
+        without it, so one bad decision does not cost its group; if that fails too, they fail.
+        Without :class:`RetryHooks` the whole batch fails, as any failure does."""
+        results, error = self._commit(batch, join_late=True, isolate=self._retry is not None)
+        if not isinstance(error, UnitFailed):
+            return results, error
+        failed = batch.pop(error.index)
+        self._loop.call_soon_threadsafe(_resolve, [failed], [], error.__cause__)
+        return self._commit(batch, metrics.commit_started())
+
     def _join_late(self, batch: list[_Item]) -> None:
         """Units queued while the batch waited for the ledger's lock join it: one fsync for them
         too, where they would wait out another writer's turn again (docs/decisions/0012).
@@ -209,11 +238,16 @@ class GroupCommitter:
         _prepare(batch[first:])
 
     def _commit(
-        self, batch: list[_Item], started: float | None = None, join_late: bool = False
+        self,
+        batch: list[_Item],
+        started: float | None = None,
+        join_late: bool = False,
+        isolate: bool = False,
     ) -> tuple[list[Any], BaseException | None]:
         """One transaction for ``batch``; ``started``: when its wait for the lock began;
         ``join_late``: the writer thread's units queued meanwhile join it (on lent turns the
-        loop could queue none, and the queue holds only the helper's signals)."""
+        loop could queue none, and the queue holds only the helper's signals); ``isolate``: a
+        unit that raises rolls it back as :class:`UnitFailed`, naming the unit."""
         hooks = self._hooks
         started = metrics.commit_started() if started is None else started
         try:
@@ -223,10 +257,14 @@ class GroupCommitter:
                     self._join_late(batch)
                 if hooks is not None:
                     hooks.begin(tx)
-                results = [_run_work(tx, work) for work, _, _, _ in batch]
+                results = _run_units(tx, batch, isolate)
                 if any(item[3] is not None for item in batch):
                     tx.flush()  # the callers work on their answers during the commit alone
                     self._loop.call_soon_threadsafe(_early, batch, results)
+        except UnitFailed as error:  # rolled back, nothing written: the batch starts over
+            assert self._retry is not None
+            self._retry.abandoned()
+            return [], error
         except BaseException as error:  # any failure leaves the outcome unknown
             metrics.commit_done(len(batch), started, ok=False)
             self.failure = error
@@ -246,6 +284,18 @@ def _prepare(batch: list[_Item]) -> None:
         if prepare is not None:
             with contextlib.suppress(Exception):  # a cache stays cold; the unit meets it again
                 prepare()
+
+
+def _run_units(tx: Transaction, batch: list[_Item], isolate: bool) -> list[Any]:
+    if not isolate:
+        return [_run_work(tx, work) for work, _, _, _ in batch]
+    results = []
+    for n, (work, _, _, _) in enumerate(batch):
+        try:
+            results.append(_run_work(tx, work))
+        except Exception as error:
+            raise UnitFailed(n) from error
+    return results
 
 
 def _run_work(tx: Transaction, work: Work) -> Any:

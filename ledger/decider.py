@@ -94,6 +94,16 @@ class Decider:
             elif self._notify is not None:
                 self._notify(worker, waiter_id)
 
+    def abandoned(self) -> None:
+        """The transaction was rolled back to be tried again without a unit that raised: forget
+        the frontier it moved and what it handed this process's waiters; they wait on."""
+        batch, self._batch = self._batch, None
+        self._tree_known = False
+        for _, waiter_id in [] if batch is None else batch.served:
+            waiter = self.local.get(waiter_id)
+            if waiter is not None:
+                waiter.granted = waiter.refused = None
+
     def failed(self, error: BaseException) -> None:
         """Nothing of the batch is on disk: forget the frontier and fail this process's waiters
         (their rows, if any survive, are dropped when next met: nobody here collects them)."""

@@ -1,0 +1,137 @@
+"""Group commit on PostgreSQL (docs/decisions/0036), on a real server (tests/postgres.py).
+
+Concurrent calls queued behind a busy writer commit as ONE transaction (one ``xmin`` on all
+their rows), with statements that do not grow with the group; a decision that fails inside a
+group costs only itself: the others commit, the ledger and its tree stay whole, no gap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+
+from ledger.backends import open_storage
+from ledger.calls import LeaseCall, StorageUnavailable
+from ledger.entries import b64
+from ledger.leases import Decision, Resource
+from ledger.merkle import CompactRange
+from ledger.recorder import Recorder
+from ledger.service import LeaseService
+from ledger.storage import Storage
+from tests.names_key import NAMES
+from verify.rfc9162 import leaf_hash
+
+SECRET = b"s" * 32
+
+
+def acquire(resource: str) -> LeaseCall:
+    return LeaseCall(op="acquire", tenant="t", resource=resource, holder="w")
+
+
+@asynccontextmanager
+async def running(url: str) -> AsyncIterator[tuple[Storage, LeaseService]]:
+    storage = open_storage(url, names=NAMES)
+    service = LeaseService(storage, SECRET)
+    await service.start()
+    try:
+        yield storage, service
+    finally:
+        await service.stop()
+        storage.close()
+
+
+async def group(service: LeaseService, calls: list[LeaseCall]) -> list[Any]:
+    """Run ``calls`` concurrently while the writer is busy, so they queue and commit together;
+    each answer, or the error it raised."""
+    busy = threading.Event()
+    blocker = service.committer.submit(lambda tx: busy.wait(10))
+    tasks = [asyncio.ensure_future(service.lease(call)) for call in calls]
+    await asyncio.sleep(0)  # every call queued behind the blocker
+    await asyncio.sleep(0.05)
+    busy.set()
+    await blocker
+    return await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@contextmanager
+def counted() -> Iterator[list[str]]:
+    """Every statement a connection executes meanwhile (psycopg's one entry point)."""
+    seen: list[str] = []
+    real = psycopg.Connection.execute
+
+    def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(str(query))
+        return real(self, query, *args, **kwargs)
+
+    psycopg.Connection.execute = execute  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        psycopg.Connection.execute = real  # type: ignore[method-assign]
+
+
+def rows_by_transaction(url: str, first: int) -> list[int]:
+    """How many entries from ``first`` on each transaction wrote, by its ``xmin``."""
+    with psycopg.connect(url) as conn:
+        sql = "SELECT count(*) FROM entries WHERE idx >= %s GROUP BY xmin::text ORDER BY 1"
+        return [int(n) for (n,) in conn.execute(sql, (first,))]
+
+
+def test_concurrent_calls_commit_in_one_transaction_with_few_statements(
+    postgres_url: str,
+) -> None:
+    async def scenario() -> None:
+        async with running(postgres_url) as (storage, service):
+            await service.lease(acquire("first"))  # the frontier known, as in a running node
+            sizes = {}
+            for n in (4, 24):
+                first = storage.tree_size()
+                with counted() as seen:
+                    answers = await group(service, [acquire(f"r{n}-{i}") for i in range(n)])
+                assert [a.data["fencingToken"] for a in answers] == [1] * n
+                assert rows_by_transaction(postgres_url, first) == [n]
+                sizes[n] = len(seen)
+            assert sizes[24] == sizes[4] < 16  # one statement per kind, whatever the group's size
+
+    asyncio.run(scenario())
+
+
+def test_a_failing_decision_costs_only_itself(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = Recorder.record
+
+    def record(self: Recorder, res: Resource, decision: Decision) -> Any:
+        recorded = real(self, res, decision)  # its entry, nodes and rows are in the group
+        if res.name == "poison":
+            raise RuntimeError("this decision fails after it was recorded")
+        return recorded
+
+    monkeypatch.setattr(Recorder, "record", record)
+
+    async def scenario() -> None:
+        async with running(postgres_url) as (storage, service):
+            await service.lease(acquire("before"))
+            names = ["a", "b", "poison", "c", "d", "e"]
+            answers = await group(service, [acquire(name) for name in names])
+            failed = answers.pop(2)
+            assert isinstance(failed, StorageUnavailable)
+            assert [a.data["fencingToken"] for a in answers] == [1] * 5
+            assert [a.data["ledger"]["logIndex"] for a in answers] == [1, 2, 3, 4, 5]
+            after = await service.lease(acquire("after"))
+            assert after.data["ledger"]["logIndex"] == 6  # no gap, nothing of the poison
+            size = storage.tree_size()
+            tree = CompactRange()
+            for index, leaf in storage.entries(0, size):
+                assert index == tree.size
+                tree.append(leaf_hash(leaf))
+            assert size == 7 and service.position().root_hash == b64(tree.root())
+            assert rows_by_transaction(postgres_url, 1)[-2:] == [1, 5]  # the five together
+
+    asyncio.run(scenario())
