@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -18,6 +18,7 @@ from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
 from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sleep, headers
 from api.client.errors import LeaseLost, TenureError
 from api.client.keeper import Keeper, OnLost, logger, report_loss
+from api.client.listing import LeaseList, async_pages, list_call
 from api.client.tls import CertFiles, tls_verify
 from api.client.trust import Trust, witness_policy
 from verify.defaults import DEFAULT_TTL_SECONDS
@@ -141,6 +142,14 @@ class AsyncClient:
         """See ``Client.heartbeat``."""
         fields = dict(dead_seconds=dead_seconds, renew=renew or None, ttl=ttl)
         return await self.run(self.core.scope(scope, "heartbeat", **fields))
+
+    async def list_leases(self, prefix: str | None = None, **query: Any) -> LeaseList:
+        """See ``Client.list_leases``."""
+        return await self.run(list_call(self.core, prefix, **query))
+
+    def lease_pages(self, prefix: str | None = None, **query: Any) -> AsyncIterator[LeaseList]:
+        """See ``Client.lease_pages``: ``async for page in client.lease_pages(...)``."""
+        return async_pages(lambda cursor: self.list_leases(prefix, **query, cursor=cursor))
 
     async def create_namespace(self) -> NamespaceAnswer:
         """See ``Client.create_namespace``."""

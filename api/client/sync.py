@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -16,6 +16,7 @@ from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
 from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sleep, headers
 from api.client.errors import LeaseLost, TenureError
 from api.client.keeper import Keeper, OnLost, logger, report_loss
+from api.client.listing import LeaseList, list_call, pages
 from api.client.tls import CertFiles, tls_verify
 from api.client.trust import Trust, witness_policy
 from verify.defaults import DEFAULT_TTL_SECONDS
@@ -151,6 +152,15 @@ class Client:
         renews every live lease of the scope by ``ttl`` s (``renewed`` in the answer)."""
         fields = dict(dead_seconds=dead_seconds, renew=renew or None, ttl=ttl)
         return self.run(self.core.scope(scope, "heartbeat", **fields))
+
+    def list_leases(self, prefix: str | None = None, **query: Any) -> LeaseList:
+        """One page of your live leases (``GET /api/v1/leases``); ``query``: ``scope``,
+        ``holder``, ``limit``, ``cursor`` (an earlier page's ``next``)."""
+        return self.run(list_call(self.core, prefix, **query))
+
+    def lease_pages(self, prefix: str | None = None, **query: Any) -> Iterator[LeaseList]:
+        """Every page of :meth:`list_leases`, following ``next``: each a receipt of its own."""
+        return pages(lambda cursor: self.list_leases(prefix, **query, cursor=cursor))
 
     def create_namespace(self) -> NamespaceAnswer:
         """Mint a namespace (``ns_…``): a secret naming a fresh tenant of your own."""
