@@ -13,6 +13,7 @@ from api.accel.hot_route import LEASE_PATH, Handler
 from api.metrics import lease_answered
 from api.names import RULE, high_entropy
 from api.requests import (
+    EdgeState,
     caller_tenant,
     header,
     limit_client,
@@ -90,8 +91,7 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
         raise InputError("invalid_value", f"op {body.op!r} contradicts the path", "op")
     if op != Op.COMPLETE and len(raw_body) > settings.body_max_bytes:
         raise InputError("too_large", f"body exceeds {settings.body_max_bytes} bytes", status=413)
-    cleanup = op in (Op.RENEW, Op.RELEASE)  # its own allowance: a throttled tenant can clean up
-    tenant = caller_tenant(request, body.namespace, body.tenant_id, cleanup, runtime)
+    tenant = await _caller(request, body, op, runtime)
     call = _call(body, op, tenant, service.limits)
     durable = None
     if may_wait(call):
@@ -115,6 +115,22 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
         await service.durable(durable)  # a failed commit: 503 unknown, and nothing was sent
     lease_answered(op, answer.outcome.value)
     return response
+
+
+async def _caller(request: Request, body: LeaseBody, op: str, runtime: EdgeState) -> str:
+    """The caller's tenant, rate-limited: renew and release draw on an allowance of their own,
+    so a throttled tenant can clean up; so does the retry of a remembered request (rule 12),
+    which applies nothing: charged to that allowance first, then sent only if it replays."""
+    cleanup = op in (Op.RENEW, Op.RELEASE)
+    try:
+        return caller_tenant(request, body.namespace, body.tenant_id, cleanup, runtime)
+    except InputError as error:
+        if error.status != 429 or cleanup or body.request_id is None:
+            raise
+        tenant = caller_tenant(request, body.namespace, body.tenant_id, True, runtime)
+        if not await runtime.service.replays(_call(body, op, tenant, runtime.service.limits)):
+            raise
+        return tenant
 
 
 def _replay_owner_token(call: LeaseCall, answer: Answer, token: str) -> str | None:

@@ -1,7 +1,7 @@
 """The per-op request bodies of the OpenAPI document and the documents one may ask to verify.
 
-``ledger.ops.check_call``'s per-op rules are JSON Schema too: acquire and wait need a
-``holder``, renew, release and complete an ``ownerToken``; only acquire and wait take a
+``ledger.ops.check_call``'s per-op rules are JSON Schema too: renew, release and complete
+need an ``ownerToken``; only acquire and wait take a
 ``waitSeconds`` (null is "not given"), and only complete a ``result`` (required there, refused
 anywhere else, null included). So each op gets its own body, and ``/api/v1/lease/{op}`` is
 described as its six concrete paths.
@@ -41,10 +41,9 @@ def op_body(lease: dict[str, Any], op: Op) -> dict[str, Any]:
     props: dict[str, Any] = body["properties"]
     props["op"] = {"type": "string", "const": op.value}
     required = ["resource"]
-    for name, needed in (("holder", op in ACQUIRING), ("ownerToken", op in OWNED)):
-        if needed:
-            props[name] = _not_null(props[name])
-            required.append(name)
+    if op in OWNED:
+        props["ownerToken"] = _not_null(props["ownerToken"])
+        required.append("ownerToken")
     if op not in ACQUIRING:
         props["waitSeconds"] = {"type": "null"}
     if op is Op.COMPLETE:

@@ -34,6 +34,7 @@ _RANGES: dict[str, tuple[int, int]] = {
 }
 _LENGTHS: dict[str, tuple[int, int]] = {
     "resource": (1, 256),
+    "key": (1, 256),
     "ownerToken": (1, 256),
     "fingerprint": (1, 256),
     "namespace": (1, 128),

@@ -39,7 +39,8 @@ def runtime_of(request: Request) -> EdgeState:
 
 
 CLEANUP = "#cleanup"
-"""Suffix of the buckets of renew and release, so a throttled tenant can always clean up."""
+"""Suffix of the buckets of renew, release, scope release, heartbeats and replays, so a
+throttled tenant can always clean up and keep its dead-man switch alive."""
 
 
 HEADERS_KEY = "tenure.headers"

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from api.refusals import MAX_SAFE_INTEGER, InputError, Ranges, refusal_of
 from ledger.ops import Op
@@ -39,7 +47,9 @@ class LeaseBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     op: OpName | None = None
-    resource: Annotated[str, Field(min_length=1, max_length=256)]
+    resource: Annotated[
+        str, Field(min_length=1, max_length=256, validation_alias=AliasChoices("resource", "key"))
+    ]
     holder: Name128 | None = _alias("holder", "agent_id", "agentId", "actorDid", "actor_did")
     ttl_seconds: Annotated[int, Field(ge=1, le=TTL_CEILING_SECONDS)] | None = _alias(
         "ttlSeconds", "ttl_seconds"
@@ -67,6 +77,17 @@ class LeaseBody(BaseModel):
         "tenant_id",
         "namespace",
     )(_printable)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_name(cls, body: Any) -> Any:
+        """``key`` (the seeds' spelling) names the resource too: one of them, never both."""
+        if isinstance(body, dict) and "resource" in body and "key" in body:
+            raise InputError("invalid_value", BOTH_NAMES, "key")
+        return body
+
+
+BOTH_NAMES = "resource and key name the same field (key is its alias): give one, not both"
 
 
 class ScopeBody(BaseModel):

@@ -76,7 +76,7 @@ def scope_routes(app: FastAPI, settings: Settings) -> None:
         if body.dead_seconds is None:
             raise InputError("missing", "deadSeconds is required", "deadSeconds")
         renew = _renew_seconds(body, service.limits.ttl_max_seconds)
-        tenant = _scope_tenant(request, scope, body)
+        tenant = _scope_tenant(request, scope, body, cleanup=True)  # never miss a heartbeat
         beat = await service.heartbeat(tenant, scope, body.dead_seconds, renew)
         data = {"status": "pass", "scope": scope, **beat}
         if renew is not None:

@@ -36,6 +36,7 @@ from ledger.names import FINGERPRINT
 from ledger.ops import ACQUIRING, Op
 from ledger.recorder import Recorder
 from ledger.storage import Transaction
+from ledger.tokens import default_holder
 
 Key = tuple[str, str]
 FREEING = frozenset(
@@ -144,7 +145,7 @@ class Batch:
         if call.op in ACQUIRING:
             assert token is not None
             args = leases.AcquireArgs(
-                holder=call.holder or "",
+                holder=call.holder or default_holder(token),
                 ttl_ms=ttl_ms,
                 lifecycle_ms=self.limits.lifecycle_seconds * 1000,
                 owner_digest=owner_digest(token),

@@ -24,7 +24,8 @@ class Op(StrEnum):
 
 
 ACQUIRING = frozenset({Op.ACQUIRE, Op.WAIT})
-"""Ops that ask for a slot: they need a holder, may wait, and mint an owner token."""
+"""Ops that ask for a slot: they may wait, and mint an owner token (and, for a caller that
+names no holder, the label derived from it: ``ledger.tokens.default_holder``)."""
 OWNED = frozenset({Op.RENEW, Op.RELEASE, Op.COMPLETE})
 """Ops on a held lease: they need its owner token."""
 
@@ -47,8 +48,6 @@ class CallRefused(ValueError):
 def check_call(call: LeaseCall, limits: Limits, result_given: bool) -> None:
     """The rules of DESIGN §3.2 per op; ``result_given`` says the caller sent ``result`` at all."""
     op = Op(call.op)
-    if op in ACQUIRING and call.holder is None:
-        raise CallRefused("missing", f"holder is required for {op}", "holder")
     if op in OWNED and call.owner_token is None:
         raise CallRefused("missing", f"ownerToken is required for {op}", "ownerToken")
     if call.ttl_seconds > limits.ttl_max_seconds:

@@ -32,6 +32,16 @@ def request_digest(batch: Batch, call: LeaseCall) -> bytes | None:
     return batch.tx.keyed(REQUEST_INPUT, call.tenant, call.digest())
 
 
+def would_replay(batch: Batch, call: LeaseCall) -> bool:
+    """Whether ``call`` would be answered from the answer stored for its requestId (the same
+    input): it applies nothing, so the edge lets a throttled tenant send it."""
+    digest = request_digest(batch, call)
+    if digest is None:
+        return False
+    known = batch.tx.request(call.tenant, call.request_id or "")
+    return known is not None and known.digest == digest
+
+
 def replayed(batch: Batch, call: LeaseCall, digest: bytes, now: int) -> Answer | None:
     """The answer to ``call`` if its requestId was seen (``digest``: its input's), else None."""
     known = batch.tx.request(call.tenant, call.request_id or "")

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger import sweeper, waits
+from ledger import replay, sweeper, waits
 from ledger.answers import Position
 from ledger.calls import (
     Answer,
@@ -158,6 +158,14 @@ class LeaseService:
             await self.durable(durable)
             return self._cite(answer), None
         return answer, durable
+
+    async def replays(self, call: LeaseCall) -> bool:
+        """Whether ``call`` is a retry of a remembered request with the same input (rule 12):
+        answered from storage, it applies nothing."""
+        decider = self.decider
+        work = self.committer.submit(lambda _: replay.would_replay(decider.batch, call))
+        replaying: bool = await self.durable(work)
+        return replaying
 
     def _warm(self, call: LeaseCall) -> Callable[[], None]:
         decider, warm_lease = self.decider, self._strategy.warm_lease

@@ -24,3 +24,14 @@ def mint(prefix: str) -> str:
 def secret_digest(secret: str) -> bytes:
     """The SHA-256 under which a secret is stored and looked up."""
     return hashlib.sha256(secret.encode()).digest()
+
+
+DEFAULT_HOLDER_PREFIX = "holder_"
+
+
+def default_holder(owner_token: str) -> str:
+    """The label of a grant whose caller named no holder: 128 bits of a hash of its owner
+    token under a label of its own, so two such grants never share a label (rule 4) and the
+    label gives away neither the token nor its stored digest."""
+    label = hashlib.sha256(b"tenure default holder\x00" + owner_token.encode()).digest()[:16]
+    return DEFAULT_HOLDER_PREFIX + urlsafe_b64encode(label).rstrip(b"=").decode()

@@ -15,7 +15,8 @@ CASES: list[tuple[str, str, Any, int, str | None]] = [
     # (id, path, body, status, field named in the error)
     ("unknown field", "acquire", {"resource": R, "holder": "h", "colour": 1}, 422, "colour"),
     ("missing resource", "acquire", {"holder": "h"}, 422, "resource"),
-    ("missing holder", "acquire", {"resource": R}, 422, "holder"),
+    ("empty holder", "acquire", {"resource": R, "holder": ""}, 422, "holder"),
+    ("resource and key", "acquire", {"resource": R, "key": R, "holder": "h"}, 422, "key"),
     ("missing owner", "renew", {"resource": R}, 422, "ownerToken"),
     (
         "ttl as string",

@@ -78,7 +78,7 @@ def test_each_op_declares_its_own_required_and_refused_fields(
     schemas = doc["components"]["schemas"]
     r = rid()
     cases = [
-        ("acquire", {"resource": r}, False),
+        ("acquire", {"resource": r}, True),  # holder is optional (docs/api.md, Seed shapes)
         ("acquire", {"resource": r, "holder": "w", "result": None}, False),
         ("renew", {"resource": r, "holder": "w"}, False),
         ("renew", {"resource": r, "ownerToken": "own_x", "waitSeconds": 5}, False),

@@ -18,8 +18,6 @@ def test_the_schema_and_the_path_name_exactly_the_ops() -> None:
 @pytest.mark.parametrize(
     ("op", "fields", "given", "code", "field"),
     [
-        ("acquire", {}, False, "missing", "holder"),
-        ("wait", {}, False, "missing", "holder"),
         ("renew", {}, False, "missing", "ownerToken"),
         ("complete", {}, False, "missing", "ownerToken"),
         ("acquire", {"holder": "w", "ttl_seconds": 61}, False, "out_of_range", "ttlSeconds"),
