@@ -10,6 +10,8 @@ ENGINE = f"tenure/{VERSION}"
 """The engine an answer's ``versions`` and a receipt's ``claimGenerator`` name."""
 DEFAULT_TTL_SECONDS = 30
 """A lease's ttl when a call names none."""
+WAIT_MAX_SECONDS = 60
+"""The longest one blocking wait for a lease may be (``waitSeconds``)."""
 TTL_CEILING_SECONDS = 86400
 """The highest ``--ttl-max`` an operator may set (DESIGN §3.2): a day."""
 DEAD_CEILING_SECONDS = 86400

@@ -7,6 +7,7 @@ pydantic, no SQLite. The full guide is docs/client.md.
 from api.client.aio import AsyncClient, AsyncLease
 from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
 from api.client.core import RetryPolicy
+from api.client.election import Election, Leader
 from api.client.errors import (
     Conflict,
     InvalidRequest,
@@ -26,7 +27,9 @@ __all__ = [
     "AsyncLease",
     "Client",
     "Conflict",
+    "Election",
     "InvalidRequest",
+    "Leader",
     "Lease",
     "LeaseAnswer",
     "LeaseHeld",
