@@ -122,7 +122,7 @@ class McpEndpoint:
             from api.mcp_server import build_server
 
             manager = StreamableHTTPSessionManager(
-                build_server(lambda ctx: _client_for(app, ctx.request)),
+                build_server(lambda ctx, namespace: _client_for(app, ctx.request, namespace)),
                 json_response=True,
                 stateless=True,
                 max_request_body_size=self._settings.verify_body_max_bytes + ENVELOPE_BYTES,
@@ -154,8 +154,11 @@ def _authenticate(request: Request) -> None:
     tenancy.resolve(headers.get("authorization"), headers.get("tenure-namespace"), None)
 
 
-def _client_for(app: FastAPI, request: Any) -> AbstractAsyncContextManager[AsyncClient]:
-    """A client for one tool call: this app, in-process, as the caller of ``request``."""
+def _client_for(
+    app: FastAPI, request: Any, namespace: str | None
+) -> AbstractAsyncContextManager[AsyncClient]:
+    """A client for one tool call: this app, in-process, as the caller of ``request`` (in the
+    tool's ``namespace`` argument, if it gave one, instead of its header's)."""
     if not isinstance(request, Request):  # only streamable HTTP reaches this server
         raise TypeError("the /mcp server runs over HTTP only")
     authorization = request.headers.get("authorization")
@@ -163,5 +166,5 @@ def _client_for(app: FastAPI, request: Any) -> AbstractAsyncContextManager[Async
     peer = request.client
     address = (peer.host, peer.port) if peer is not None else ("unknown", 0)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False, client=address)
-    namespace = request.headers.get("tenure-namespace")
+    namespace = namespace or request.headers.get("tenure-namespace")
     return AsyncClient(INTERNAL_URL, api_key, namespace, transport=transport, verify=False)

@@ -3,7 +3,8 @@ ours, as strict as the HTTP API, see ``api/mcp_tools.py``), built on ``AsyncClie
 
 ``build_server(client_for)`` makes the server for any transport: ``tenure mcp`` runs it over
 stdio with one client; ``tenure serve`` serves it at ``/mcp`` (``api/mcp_mount.py``) with a
-``client_for`` that builds a client per call from the HTTP request's own credentials.
+``client_for`` that builds a client per call from the HTTP request's own credentials, or the
+``namespace`` argument of a host that cannot set headers.
 
 Answers, refusals included (HELD, LOST, CONFLICT, rate limited), are tool results carrying
 ``{"data", "_provenance"}`` as structured content; bad arguments, an unknown outcome and an
@@ -37,10 +38,14 @@ from api.client import (
 )
 from api.client.core import new_request_id
 from api.client.trust import Trust
-from api.mcp_tools import BY_NAME, OUTPUT_SCHEMA, RULES, TOOLS, ToolSpec
+from api.mcp_tools import BY_NAME, OUTPUT_SCHEMA, RULES, TOOLS, ToolSpec, with_resource
 from verify.defaults import VERSION
 
-ClientFor = Callable[[ServerRequestContext[Any]], AbstractAsyncContextManager[AsyncClient]]
+ClientFor = Callable[
+    [ServerRequestContext[Any], str | None], AbstractAsyncContextManager[AsyncClient]
+]
+"""A client for one tool call: the call's context and its ``namespace`` argument, if any,
+which the client sends as the ``Tenure-Namespace`` header (never logged)."""
 INSTRUCTIONS = (
     "tenure grants leases on named resources with fencing tokens and signed receipts. Take a "
     "lease with lease_acquire, renew it with lease_renew at a third of its ttl while you "
@@ -49,8 +54,8 @@ INSTRUCTIONS = (
 
 
 def build_server(client_for: ClientFor) -> Server[Any]:
-    """The MCP server with every tenure tool; ``async with client_for(ctx) as client`` gives
-    the client one tool call uses.
+    """The MCP server with every tenure tool; ``async with client_for(ctx, namespace) as
+    client`` gives the client one tool call uses.
 
     ``ctx.request`` is the HTTP request under streamable HTTP (None over stdio), so a factory
     for ``/mcp`` can build the client from its Bearer key and ``Tenure-Namespace`` (and close
@@ -69,11 +74,17 @@ def build_server(client_for: ClientFor) -> Server[Any]:
             return _error(f"unknown tool {params.name!r}; tools: {', '.join(BY_NAME)}")
         arguments = params.arguments or {}
         problem = _invalid(spec.name, arguments)
+        try:
+            arguments = with_resource(spec, arguments) if problem is None else arguments
+        except ValueError as wrong:
+            problem = str(wrong)
         if problem is not None:
             return _error(f"invalid arguments for {spec.name}: {problem}")
+        namespace = arguments.get("namespace")
+        arguments = {k: v for k, v in arguments.items() if k != "namespace"}
         if "requestId" in spec.optional and "requestId" not in arguments:
             arguments = {**arguments, "requestId": new_request_id()}  # to name on a retry
-        async with client_for(ctx) as client:
+        async with client_for(ctx, namespace) as client:
             return await _run(spec, client, arguments)
 
     return Server(
@@ -167,6 +178,14 @@ async def _serve_stdio(
     url: str, api_key: str | None, namespace: str | None, trust: Trust | None
 ) -> None:
     async with AsyncClient(url, api_key, namespace, trust) as client:
-        server = build_server(lambda ctx: nullcontext(client))
+
+        def client_for(
+            ctx: ServerRequestContext[Any], named: str | None
+        ) -> AbstractAsyncContextManager[AsyncClient]:
+            if named is None:
+                return nullcontext(client)
+            return AsyncClient(url, api_key, named, trust)  # this call's own tenant
+
+        server = build_server(client_for)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.client import Answer, AsyncClient
+from api.client.watching import events_call
+from api.openapi_ops import NAMESPACE_PATTERN
+from api.schemas import BOTH_NAMES
 from verify.defaults import DEAD_CEILING_SECONDS, DEFAULT_TTL_SECONDS, TTL_CEILING_SECONDS
 
 RULES = (
@@ -37,8 +40,11 @@ def _integer(low: int, high: int | None, text: str) -> dict[str, Any]:
 
 
 FIELDS: dict[str, dict[str, Any]] = {
-    "resource": _string(1, 256, "the resource name, e.g. deploy:prod"),
-    "holder": _string(1, 128, "your label; it never proves who holds a lease"),
+    "resource": _string(1, 256, "the resource name, e.g. deploy:prod (or give it as key)"),
+    "key": _string(1, 256, "the resource name under another spelling: give resource or key"),
+    "holder": _string(
+        1, 128, "your label, optional (a default is made); it never proves who holds a lease"
+    ),
     "ttlSeconds": _integer(
         1,
         TTL_CEILING_SECONDS,
@@ -64,6 +70,15 @@ FIELDS: dict[str, dict[str, Any]] = {
         "description": "also renew every live lease of the scope by ttlSeconds (one call "
         "keeps them all)",
     },
+    "namespace": {
+        "type": "string",
+        "pattern": NAMESPACE_PATTERN,
+        "description": "your namespace (ns_…), for hosts that cannot send the Tenure-Namespace "
+        "header; a secret like a password",
+    },
+    "fromIndex": _integer(0, MAX_SAFE_INTEGER, "the log index to read from (default: the head)"),
+    "limit": _integer(1, 100, "at most this many events (default 20)"),
+    "prefix": _string(1, 128, "only resources whose name starts with this"),
     "document": {
         "type": "object",
         "description": "a saved answer {data, _provenance}, a "
@@ -100,13 +115,35 @@ class ToolSpec:
 
     @property
     def input_schema(self) -> dict[str, Any]:
-        names = (*self.required, *self.optional)
+        """The arguments; a tool that names a resource takes it as ``resource`` or ``key``
+        (:func:`with_resource` checks one is given), and one that names a resource or a scope
+        takes the tenant's ``namespace``."""
+        names = [*self.required, *self.optional]
+        required = [name for name in self.required if name != "resource"]
+        if "resource" in names:
+            names.append("key")
+        if "resource" in names or "scope" in names:
+            names.append("namespace")
         return {
             "type": "object",
             "properties": {name: FIELDS[name] for name in names},
-            "required": list(self.required),
+            "required": required,
             "additionalProperties": False,
         }
+
+
+def with_resource(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` with ``key`` given as ``resource``; ValueError naming both fields when
+    a tool that names a resource gets both or neither."""
+    if "resource" not in spec.required:
+        return arguments
+    if "resource" in arguments and "key" in arguments:
+        raise ValueError(BOTH_NAMES)
+    if "key" in arguments:
+        arguments = {("resource" if k == "key" else k): v for k, v in arguments.items()}
+    if "resource" not in arguments:
+        raise ValueError("resource (or key) is required")
+    return arguments
 
 
 def _kw(args: dict[str, Any], *names: str) -> dict[str, Any]:
@@ -123,14 +160,14 @@ async def _acquire(c: AsyncClient, a: dict[str, Any]) -> Answer:
     more = _kw(a, *ACQUIRE_MORE)
     wait = a.get("waitSeconds")
     return await c.acquire(
-        a["resource"], a["holder"], a.get("ttlSeconds", DEFAULT_TTL_SECONDS), wait=wait, **more
+        a["resource"], a.get("holder"), a.get("ttlSeconds", DEFAULT_TTL_SECONDS), wait=wait, **more
     )
 
 
 async def _wait(c: AsyncClient, a: dict[str, Any]) -> Answer:
     more = _kw(a, "capacity", "fingerprint", "scope", "requestId")
     ttl = a.get("ttlSeconds", DEFAULT_TTL_SECONDS)
-    return await c.wait(a["resource"], a["holder"], a.get("waitSeconds", 30), ttl, **more)
+    return await c.wait(a["resource"], a.get("holder"), a.get("waitSeconds", 30), ttl, **more)
 
 
 async def _renew(c: AsyncClient, a: dict[str, Any]) -> Answer:
@@ -147,14 +184,19 @@ async def _complete(c: AsyncClient, a: dict[str, Any]) -> Answer:
     return await c.complete(a["resource"], a["ownerToken"], a["result"], **more)
 
 
+async def _watch_events(c: AsyncClient, a: dict[str, Any]) -> Answer:
+    filters = _kw(a, "prefix", "scope", "holder")
+    return await c.run(events_call(c.core, a.get("fromIndex"), a.get("limit", 20), **filters))
+
+
 TOOLS = (
     ToolSpec(
         "lease_acquire",
         "Take a lease on a resource. Granted: data.fencingToken and data.ownerToken (shown "
         "once). Refused with data.outcome HELD (heldBy, retryAfterSeconds, backoff) or "
         "CONFLICT: not an error, act on it. " + RULES,
-        ("resource", "holder"),
-        ("ttlSeconds", "waitSeconds", *ACQUIRE_MORE),
+        ("resource",),
+        ("holder", "ttlSeconds", "waitSeconds", *ACQUIRE_MORE),
         False,
         _acquire,
     ),
@@ -190,8 +232,8 @@ TOOLS = (
         "lease_wait",
         "Queue for a lease for up to waitSeconds (first come first served); HELD when the "
         "time is up. " + RULES,
-        ("resource", "holder"),
-        ("waitSeconds", "ttlSeconds", "capacity", "fingerprint", "scope", "requestId"),
+        ("resource",),
+        ("holder", "waitSeconds", "ttlSeconds", "capacity", "fingerprint", "scope", "requestId"),
         False,
         _wait,
     ),
@@ -251,6 +293,16 @@ TOOLS = (
         (),
         True,
         lambda c, a: c.verify_provenance(a["document"]),
+    ),
+    ToolSpec(
+        "watch_events",
+        "The latest lease events of your tenant (grant, renew, release, expire, revoke, "
+        "complete) from fromIndex on, read from the ledger: each with its resource, fencing "
+        "token, time and ledger position; call again from data.next for more. Read-only.",
+        (),
+        ("fromIndex", "limit", "prefix", "scope", "holder"),
+        True,
+        _watch_events,
     ),
     ToolSpec(
         "log_checkpoint",

@@ -23,9 +23,9 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 TOOLS = {
     "lease_acquire", "lease_renew", "lease_release", "lease_get", "lease_wait", "lease_complete",
     "scope_get", "scope_release", "scope_heartbeat", "namespace_create", "verify_provenance",
-    "log_checkpoint",
+    "log_checkpoint", "watch_events",
 }  # fmt: skip
-READ_ONLY = {"lease_get", "scope_get", "verify_provenance", "log_checkpoint"}
+READ_ONLY = {"lease_get", "scope_get", "verify_provenance", "log_checkpoint", "watch_events"}
 
 
 def test_every_tool_over_stdio(server: Server) -> None:
@@ -93,7 +93,9 @@ async def _refusal_and_bad_arguments(client: Any) -> None:
     for arguments, named in (
         ({"resource": resource, "holder": "x", "ttlSeconds": 0}, "ttlSeconds"),
         ({"resource": resource, "holder": "x", "owner": "y"}, "owner"),
-        ({"resource": resource}, "holder"),
+        ({"resource": resource, "key": resource, "holder": "x"}, "not both"),
+        ({"holder": "x"}, "resource (or key) is required"),
+        ({"resource": resource, "namespace": "ns_short"}, "namespace"),
         ({"resource": resource, "holder": "x", "waitSeconds": "5"}, "waitSeconds"),
     ):
         bad = await client.call_tool("lease_acquire", arguments)
@@ -110,7 +112,7 @@ def test_the_same_server_over_streamable_http(server: Server) -> None:
     async def run() -> None:
         async with AsyncClient(server.url) as shared:
 
-            def client_for(ctx: Any) -> nullcontext[AsyncClient]:
+            def client_for(ctx: Any, namespace: str | None) -> nullcontext[AsyncClient]:
                 seen.append(ctx.request)  # the HTTP request: where /mcp reads credentials
                 return nullcontext(shared)
 

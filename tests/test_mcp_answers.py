@@ -31,7 +31,7 @@ def _call(answer: httpx.Response, name: str, arguments: dict[str, Any]) -> tuple
     async def run() -> Any:
         transport = httpx.MockTransport(handler)
         api = AsyncClient("http://tenure.test", transport=transport, verify=False)
-        async with api, mcp.Client(build_server(lambda ctx: nullcontext(api))) as client:
+        async with api, mcp.Client(build_server(lambda ctx, ns: nullcontext(api))) as client:
             return await client.call_tool(name, arguments)
 
     return asyncio.run(run()), bodies

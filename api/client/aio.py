@@ -83,7 +83,7 @@ class AsyncClient:
     async def acquire(
         self,
         resource: str,
-        holder: str,
+        holder: str | None,
         ttl: int = DEFAULT_TTL_SECONDS,
         *,
         wait: int | None = None,
@@ -96,7 +96,7 @@ class AsyncClient:
     async def wait(
         self,
         resource: str,
-        holder: str,
+        holder: str | None,
         wait: int = 30,
         ttl: int = DEFAULT_TTL_SECONDS,
         **more: Any,

@@ -14,7 +14,6 @@ import httpx
 
 from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
 from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sleep, headers
-from api.client.election import Election
 from api.client.errors import LeaseLost, TenureError
 from api.client.keeper import Keeper, OnLost, logger, report_loss
 from api.client.listing import LeaseList, list_call, pages
@@ -87,14 +86,15 @@ class Client:
     def acquire(
         self,
         resource: str,
-        holder: str,
+        holder: str | None,
         ttl: int = DEFAULT_TTL_SECONDS,
         *,
         wait: int | None = None,
         **more: Any,
     ) -> LeaseAnswer:
-        """Take a lease (waiting up to ``wait`` s if held). ``more``: capacity, fingerprint,
-        scope, owner_token, fencing_token, request_id, tenant_id. Raises LeaseHeld, Conflict."""
+        """Take a lease (waiting up to ``wait`` s if held); ``holder`` None: the server makes
+        a label. ``more``: capacity, fingerprint, scope, owner_token, fencing_token, request_id,
+        tenant_id. Raises LeaseHeld, Conflict."""
         return self.run(
             self.core.lease("acquire", resource=resource, holder=holder, ttl=ttl, wait=wait, **more)
         )
@@ -102,7 +102,7 @@ class Client:
     def wait(
         self,
         resource: str,
-        holder: str,
+        holder: str | None,
         wait: int = 30,
         ttl: int = DEFAULT_TTL_SECONDS,
         **more: Any,
@@ -192,20 +192,6 @@ class Client:
         """``with client.lease(...) as lease:`` holds it for the block, renewing it in the
         background, and releases it on exit; see :class:`Lease`."""
         return Lease(self, resource, holder, ttl, wait, on_lost, more)
-
-    def elect(
-        self,
-        name: str,
-        holder: str,
-        ttl: int = DEFAULT_TTL_SECONDS,
-        *,
-        on_lost: OnLost | None = None,
-        **more: Any,
-    ) -> Election:
-        """Leader election on the lease ``name``: ``with client.elect(...) as leader:``
-        campaigns, leads with ``leader.term`` (its fencing token), resigns on exit; see
-        :class:`~api.client.election.Election`."""
-        return Election(self, name, holder, ttl, on_lost, more)
 
 
 class Lease:
