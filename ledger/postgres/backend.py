@@ -37,6 +37,7 @@ from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
     KeyRecord,
+    LeaseScan,
     RequestRecord,
     StorageError,
     WaiterRecord,
@@ -267,6 +268,10 @@ class PostgresStorage:
 
     def queued_waiters(self) -> int:
         return self._read(reads.queued_waiters)
+
+    def live_resources(self, tenant: str, after: bytes, now: int, scan: int) -> LeaseScan:
+        names = needs_names(self._names)
+        return self._read(lambda conn: reads.live_resources(conn, names, tenant, after, now, scan))
 
     @contextmanager
     def export_snapshot(self) -> Iterator[PostgresSnapshot]:
