@@ -32,6 +32,7 @@ from ledger.watch import Filters, Gap, Selector, in_order, start_of
 from ledger.watch_names import TenantNames
 
 Index = Annotated[int | None, Query(alias="from", ge=0, le=MAX_SAFE_INTEGER)]
+Prefix = Annotated[str | None, Query(max_length=256)]  # a resource name's length
 Name = Annotated[str | None, Query(max_length=NAME_LENGTH[1])]
 READ_CHUNK = 256  # entries read at a time
 PAGE_MAX, SCAN_MAX = 100, 10_000  # a page's events, and the entries one page reads at most
@@ -141,7 +142,8 @@ def page(watch: Watch, start: int, limit: int, size: int) -> dict[str, Any]:
 def _filters(prefix: str | None, scope: str | None, holder: str | None) -> Filters:
     for field, value in (("prefix", prefix), ("scope", scope), ("holder", holder)):
         if value is not None and (not value or not value.isprintable()):
-            rule = f"{field} must be 1..{NAME_LENGTH[1]} printable characters"
+            high = 256 if field == "prefix" else NAME_LENGTH[1]
+            rule = f"{field} must be 1..{high} printable characters"
             raise InputError("invalid_value", rule, field, status=400)
     return Filters(prefix, scope, holder)
 
@@ -175,11 +177,11 @@ def watch_routes(app: FastAPI, settings: Settings) -> None:
             hub = state.watch_hub = WatchHub(core.storage, settings, read)
         return hub
 
-    @app.get("/api/v1/watch")
+    @app.get("/api/v1/watch", include_in_schema=False)  # a stream: docs/api.md describes it
     async def watch(
         request: Request,
         start: Index = None,
-        prefix: Name = None,
+        prefix: Prefix = None,
         scope: Name = None,
         holder: Name = None,
     ) -> Response:
@@ -196,11 +198,11 @@ def watch_routes(app: FastAPI, settings: Settings) -> None:
         stream = events(watching, begin, settings)
         return EventStream(stream, watching.ending, settings, lambda: hub.leave(tenant))
 
-    @app.get("/api/v1/watch/events")
+    @app.get("/api/v1/watch/events", include_in_schema=False)
     async def watch_page(
         request: Request,
         start: Index = None,
-        prefix: Name = None,
+        prefix: Prefix = None,
         scope: Name = None,
         holder: Name = None,
         limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 20,

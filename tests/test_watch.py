@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
 
 import httpx
 import pytest
 
-from tests.conftest import Server
+from tests.conftest import ROOT, Server
 from tests.test_log_api import note_key
 from tests.watch_util import lease_call, namespace, watch
 from verify.note import parse_checkpoint, verify_note
@@ -132,3 +134,22 @@ def test_anonymous_and_bad_input_are_refused_in_tenures_words(server: Server) ->
         got = httpx.get(server.url + "/api/v1/watch", params=params, headers=ns | headers)
         assert got.status_code == 400, (params, got.text)
         assert got.json()["data"]["error"]["field"] == field
+
+
+def test_the_api_docs_curl_example_streams_signed_events(server: Server) -> None:
+    text = (ROOT / "docs" / "api.md").read_text()
+    section = text[text.index("## Watch a tenant's lease events") :]
+    line = next(x for x in section.splitlines() if x.startswith("    curl")).strip()
+    command = line.replace("localhost:8080", server.url.removeprefix("http://"))
+    ns = namespace(server)
+    lease_call(server, ns, "acquire", resource="deploy:docs", holder="w1")
+    env = os.environ | {"NS": ns}
+    with subprocess.Popen(["bash", "-c", command], env=env, stdout=subprocess.PIPE) as curl:
+        assert curl.stdout is not None
+        lines = [curl.stdout.readline().decode().rstrip("\n") for _ in range(3)]
+        curl.terminate()
+    assert lines[0] == "event: lease" and lines[1].startswith("id: ")
+    document = json.loads(lines[2].removeprefix("data: "))
+    assert document["data"]["resource"] == "deploy:docs"
+    checked = httpx.post(server.url + "/api/v1/verify-provenance", json=document).json()
+    assert checked["data"]["status"] == "pass", checked
