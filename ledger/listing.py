@@ -17,7 +17,7 @@ from ledger.answers import lease_view
 from ledger.leases import Lease
 from ledger.storage import Listed, Storage
 
-SCAN_BUDGET = 4096
+SCAN_BUDGET = 1024
 """The most resources one page looks at, listed or not: what bounds a page's reads and AEAD
 opens when the filters match little (the page then says where to go on)."""
 

@@ -21,5 +21,5 @@ DEFAULT_LIFECYCLE_SECONDS = 86400
 remembered: a day."""
 LIST_LIMIT_DEFAULT = 100
 """How many resources one page of ``GET /api/v1/leases`` lists when the caller names no limit."""
-LIST_LIMIT_MAX = 1000
+LIST_LIMIT_MAX = 200
 """The most resources one page of ``GET /api/v1/leases`` may list (``limit``)."""

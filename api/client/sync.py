@@ -14,6 +14,7 @@ import httpx
 
 from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
 from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sleep, headers
+from api.client.election import Election
 from api.client.errors import LeaseLost, TenureError
 from api.client.keeper import Keeper, OnLost, logger, report_loss
 from api.client.listing import LeaseList, list_call, pages
@@ -192,6 +193,20 @@ class Client:
         """``with client.lease(...) as lease:`` holds it for the block, renewing it in the
         background, and releases it on exit; see :class:`Lease`."""
         return Lease(self, resource, holder, ttl, wait, on_lost, more)
+
+    def elect(
+        self,
+        name: str,
+        holder: str,
+        ttl: int = DEFAULT_TTL_SECONDS,
+        *,
+        on_lost: OnLost | None = None,
+        **more: Any,
+    ) -> Election:
+        """Leader election on the lease ``name``: ``with client.elect(...) as leader:``
+        campaigns, leads with ``leader.term`` (its fencing token), resigns on exit; see
+        :class:`~api.client.election.Election`."""
+        return Election(self, name, holder, ttl, on_lost, more)
 
 
 class Lease:
