@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.client import Answer, AsyncClient
+from api.client.watching import events_call
 from api.openapi_ops import NAMESPACE_PATTERN
 from api.schemas import BOTH_NAMES
 from verify.defaults import DEAD_CEILING_SECONDS, DEFAULT_TTL_SECONDS, TTL_CEILING_SECONDS
@@ -75,6 +76,9 @@ FIELDS: dict[str, dict[str, Any]] = {
         "description": "your namespace (ns_…), for hosts that cannot send the Tenure-Namespace "
         "header; a secret like a password",
     },
+    "fromIndex": _integer(0, MAX_SAFE_INTEGER, "the log index to read from (default: the head)"),
+    "limit": _integer(1, 100, "at most this many events (default 20)"),
+    "prefix": _string(1, 128, "only resources whose name starts with this"),
     "document": {
         "type": "object",
         "description": "a saved answer {data, _provenance}, a "
@@ -178,6 +182,11 @@ async def _release(c: AsyncClient, a: dict[str, Any]) -> Answer:
 async def _complete(c: AsyncClient, a: dict[str, Any]) -> Answer:
     more = _kw(a, "fencingToken", "requestId")
     return await c.complete(a["resource"], a["ownerToken"], a["result"], **more)
+
+
+async def _watch_events(c: AsyncClient, a: dict[str, Any]) -> Answer:
+    filters = _kw(a, "prefix", "scope", "holder")
+    return await c.run(events_call(c.core, a.get("fromIndex"), a.get("limit", 20), **filters))
 
 
 TOOLS = (
@@ -284,6 +293,16 @@ TOOLS = (
         (),
         True,
         lambda c, a: c.verify_provenance(a["document"]),
+    ),
+    ToolSpec(
+        "watch_events",
+        "The latest lease events of your tenant (grant, renew, release, expire, revoke, "
+        "complete) from fromIndex on, read from the ledger: each with its resource, fencing "
+        "token, time and ledger position; call again from data.next for more. Read-only.",
+        (),
+        ("fromIndex", "limit", "prefix", "scope", "holder"),
+        True,
+        _watch_events,
     ),
     ToolSpec(
         "log_checkpoint",

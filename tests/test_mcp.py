@@ -23,9 +23,9 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 TOOLS = {
     "lease_acquire", "lease_renew", "lease_release", "lease_get", "lease_wait", "lease_complete",
     "scope_get", "scope_release", "scope_heartbeat", "namespace_create", "verify_provenance",
-    "log_checkpoint",
+    "log_checkpoint", "watch_events",
 }  # fmt: skip
-READ_ONLY = {"lease_get", "scope_get", "verify_provenance", "log_checkpoint"}
+READ_ONLY = {"lease_get", "scope_get", "verify_provenance", "log_checkpoint", "watch_events"}
 
 
 def test_every_tool_over_stdio(server: Server) -> None:
