@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from api.client import watching
 from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
 from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sleep, headers
 from api.client.election import Election
@@ -19,7 +20,8 @@ from api.client.errors import LeaseLost, TenureError
 from api.client.keeper import Keeper, OnLost, logger, report_loss
 from api.client.listing import LeaseList, list_call, pages
 from api.client.tls import CertFiles, tls_verify
-from api.client.trust import Trust, witness_policy
+from api.client.trust import Trust, trusted_dids, witness_policy
+from api.client.watching import WatchEvent, WatchGap
 from verify.defaults import DEFAULT_TTL_SECONDS
 
 
@@ -179,6 +181,16 @@ class Client:
     def checkpoint(self) -> dict[str, Any]:
         """The latest signed checkpoint (its note verified when ``trust`` is set)."""
         return self.run(self.core.raw("/api/v1/log/checkpoint")).data
+
+    def watch(
+        self, from_index: int | None = None, *, reconnects: int = 5, **filters: str
+    ) -> Iterator[WatchEvent | WatchGap]:
+        """Your tenant's lease events from log index ``from_index`` (None: from now on),
+        resumed after a dropped connection; ``filters``: prefix, scope, holder."""
+        if self.core.served and self.core.trusted is None:
+            self.core.trusted = trusted_dids(self.keys())  # as the first signed call pins it
+        query = {**filters, **({} if from_index is None else {"from": from_index})}
+        return watching.watch(self._http, self.core, query, reconnects)
 
     def lease(
         self,
