@@ -130,21 +130,16 @@ def test_the_storage_seam_has_at_most_30_members_and_no_speed_hooks() -> None:
     assert {"turns", "warm_lease", "live_leases", "queued_waiters"} <= hooks
 
 
-FORWARDING_PENDING: tuple[str, ...] = ("ledger/postgres/backend.py",)
-"""Backend modules whose forwarders are being folded now; each must still hold one."""
-
-
 def forwarders(source: str) -> list[str]:
-    """Methods whose one statement hands over to a function of another of tenure's modules,
+    """Methods whose one statement hands over to a function of another module of the backend,
     called or passed (``return reads.node(self.conn, level, index)``, ``self._read(reads.keys)``):
     a class of forwarders over module functions."""
     tree = ast.parse(source)
     modules = {
         alias.asname or alias.name
         for node in tree.body
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+        if isinstance(node, ast.ImportFrom) and node.module in ("ledger.sqlite", "ledger.postgres")
         for alias in node.names
-        if (ROOT / node.module.replace(".", "/") / f"{alias.name}.py").is_file()
     }
     found: list[str] = []
     for cls in (node for node in tree.body if isinstance(node, ast.ClassDef)):
@@ -194,7 +189,4 @@ def test_backends_have_no_forwarder_layer() -> None:
         for backend in ("sqlite", "postgres")
         for path in sorted((ROOT / "ledger" / backend).glob("*.py"))
     }
-    assert {name: methods for name, methods in found.items() if methods} == {
-        name: found[name] for name in FORWARDING_PENDING if found[name]
-    }
-    assert all(found[name] for name in FORWARDING_PENDING), "fold it out of FORWARDING_PENDING"
+    assert {name: methods for name, methods in found.items() if methods} == {}

@@ -21,7 +21,7 @@ from ledger import sealing
 from ledger.changes import Change
 from ledger.leases import Resource
 from ledger.names import NameCodec, needs_names
-from ledger.postgres import reads, store
+from ledger.postgres import store
 from ledger.postgres.connection import (
     CONNECT_TIMEOUT,
     Conn,
@@ -32,13 +32,11 @@ from ledger.postgres.connection import (
     redact,
 )
 from ledger.postgres.group import Ahead, Group
+from ledger.postgres.reads import LoopReads, SnapshotReads, StateReads
 from ledger.postgres.schema import NAMES_STEP, has_ledger, migrate
 from ledger.storage import (
     ApiKeyRecord,
-    CheckpointRecord,
     KeyRecord,
-    LeaseScan,
-    RequestRecord,
     StorageError,
     WaiterRecord,
 )
@@ -57,7 +55,7 @@ def exists(url: str) -> bool:
         raise StorageError(f"cannot reach {redact(url)}: {error}") from error
 
 
-class PostgresTransaction:
+class PostgresTransaction(StateReads):
     """One write transaction holding the ``log_head`` row lock; its hot writes are held back
     and its reads made in bulk (``group.py``)."""
 
@@ -72,8 +70,10 @@ class PostgresTransaction:
         self._group.flush()
         return self._conn
 
-    @property
-    def _names(self) -> NameCodec:
+    def _run(self, read: Callable[[Conn], T]) -> T:
+        return read(self.conn)
+
+    def _codec(self) -> NameCodec:
         return needs_names(self._names_or_none)
 
     def flush(self) -> None:
@@ -82,87 +82,42 @@ class PostgresTransaction:
 
     def apply(self, change: Change) -> None:
         if not self._group.hold(change):
-            store.apply(self.conn, self._names, change)
+            store.apply(self.conn, self._codec(), change)
 
     def tree_size(self) -> int:
         return self._group.size
 
     def node(self, level: int, index: int) -> bytes:
         found = self._group.node(level, index)
-        return reads.node(self.conn, level, index) if found is None else found
+        return super().node(level, index) if found is None else found
 
     def entry(self, index: int) -> bytes | None:
         found = self._group.last_entry(index)
-        return reads.entry(self.conn, index) if found is None else found
-
-    def resource(self, tenant: str, name: str) -> Resource | None:
-        return reads.resource(self.conn, self._names, tenant, name)
+        return super().entry(index) if found is None else found
 
     def resources(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Resource]:
         return self._group.resources(keys)
 
-    def request(self, tenant: str, request_id: str) -> RequestRecord | None:
-        return reads.request(self.conn, self._names, tenant, request_id)
-
-    def api_key_tenant(self, digest: bytes) -> str | None:
-        return reads.api_key_tenant(self.conn, digest)
-
     def keyed(self, kind: bytes, tenant: str, value: bytes) -> bytes:
-        return self._names.keyed(kind, tenant, value)
-
-    def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.expired_leases(self.conn, self._names, now, limit)
-
-    def ended_lifecycles(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.ended_lifecycles(self.conn, self._names, now, limit)
-
-    def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
-        return reads.due_scopes(self.conn, self._names, now, limit)
-
-    def scope_resources(self, tenant: str, scope: str) -> list[str]:
-        return reads.scope_resources(self.conn, self._names, tenant, scope)
+        return self._codec().keyed(kind, tenant, value)
 
     def waiters(self, tenant: str, resource: str) -> list[WaiterRecord]:
         if self._group.quiet(tenant, resource):
             return []
-        return reads.waiters(self.conn, self._names, tenant, resource)
-
-    def waiter(self, waiter_id: str) -> WaiterRecord | None:
-        return reads.waiter(self.conn, self._names, waiter_id)
-
-    def waiter_workers(self) -> list[str]:
-        return reads.waiter_workers(self.conn)
+        return super().waiters(tenant, resource)
 
 
-class PostgresSnapshot:
+class PostgresSnapshot(SnapshotReads):
     """A REPEATABLE READ READ ONLY transaction: every read sees the database as of its first."""
 
     def __init__(self, conn: Conn) -> None:
         self._conn = conn
 
-    def tree_size(self) -> int:
-        return reads.tree_size(self._conn)
-
-    def node(self, level: int, index: int) -> bytes:
-        return reads.node(self._conn, level, index)
-
-    def log_id(self) -> str:
-        return reads.log_id(self._conn)
-
-    def signing_keys(self) -> list[KeyRecord]:
-        return reads.keys(self._conn)
-
-    def entries(self, end: int) -> Iterator[tuple[int, bytes]]:
-        return reads.stream_entries(self._conn, end)
-
-    def checkpoints(self, up_to: int) -> Iterator[CheckpointRecord]:
-        return iter(reads.checkpoints(self._conn, 0, up_to, None))
-
-    def latest_checkpoint(self) -> CheckpointRecord | None:
-        return reads.latest_checkpoint(self._conn)
+    def _run(self, read: Callable[[Conn], T]) -> T:
+        return read(self._conn)
 
 
-class PostgresStorage:
+class PostgresStorage(LoopReads):
     """The ledger in the PostgreSQL database at ``url``."""
 
     def __init__(self, url: str, pool: ConnectionPool[Conn], names: NameCodec | None = None):
@@ -210,68 +165,28 @@ class PostgresStorage:
         except psycopg.Error as error:
             raise StorageError(f"the ledger database refused a write: {error}") from error
 
-    def _read(self, read: Callable[[Conn], T]) -> T:
+    def _run(self, read: Callable[[Conn], T]) -> T:
         return self._reader.run(read)
+
+    def _codec(self) -> NameCodec:
+        return needs_names(self._names)
 
     def warm_lease(self, tenant: str, resource: str, holder: str | None, scope: str | None) -> None:
         if self._names is not None:
             sealing.warm_lease(self._names, tenant, resource, holder, scope)
             self._ahead.note(tenant, resource)  # read with the lock, in its round trip
 
-    def tree_size(self) -> int:
-        return self._read(reads.tree_size)
-
-    def node(self, level: int, index: int) -> bytes:
-        return self._read(lambda conn: reads.node(conn, level, index))
-
-    def entry(self, index: int) -> bytes | None:
-        return self._read(lambda conn: reads.entry(conn, index))
-
-    def entries(self, start: int, end: int) -> list[tuple[int, bytes]]:
-        return self._read(lambda conn: reads.entries(conn, start, end))
-
-    def latest_checkpoint(self) -> CheckpointRecord | None:
-        return self._read(reads.latest_checkpoint)
-
-    def checkpoint(self, tree_size: int) -> CheckpointRecord | None:
-        return self._read(lambda conn: reads.checkpoint(conn, tree_size))
-
-    def checkpoints(self, start: int, limit: int) -> list[CheckpointRecord]:
-        return self._read(lambda conn: reads.checkpoints(conn, start, 2**63 - 1, limit))
-
-    def signing_keys(self) -> list[KeyRecord]:
-        return self._read(reads.keys)
-
     def record_key_use(self, key: KeyRecord) -> None:
         with self.transaction() as tx:
             store.record_key_use(tx.conn, key.did, key.public_key, key.multikey, key.valid_from)
-
-    def api_key_tenant(self, digest: bytes) -> str | None:
-        return self._read(lambda conn: reads.api_key_tenant(conn, digest))
 
     def add_api_key(self, record: ApiKeyRecord) -> None:
         with self.transaction() as tx:
             store.add_api_key(tx.conn, record.digest, record.tenant, record.name, record.created_at)
 
-    def api_keys(self) -> list[ApiKeyRecord]:
-        return self._read(reads.api_keys)
-
     def revoke_api_key(self, digest: bytes) -> bool:
         with self.transaction() as tx:
             return store.revoke_api_key(tx.conn, digest)
-
-    def log_id(self) -> str:
-        return self._read(reads.log_id)
-
-    def live_leases(self, now: int) -> int:
-        return self._read(lambda conn: reads.live_leases(conn, now))
-
-    def queued_waiters(self) -> int:
-        return self._read(reads.queued_waiters)
-
-    def live_resources(self, tenant: str, after: bytes, now: int, scan: int) -> LeaseScan:
-        names = needs_names(self._names)
-        return self._read(lambda conn: reads.live_resources(conn, names, tenant, after, now, scan))
 
     @contextmanager
     def export_snapshot(self) -> Iterator[PostgresSnapshot]:

@@ -1,15 +1,21 @@
-"""PostgreSQL reads: plain functions of a connection, inside or outside a transaction."""
+"""PostgreSQL reads: the SQL of every read, as methods the backend's classes inherit.
+
+:class:`Reads` holds what every reader asks; :class:`StateReads` the state a decision reads (the
+write transaction), :class:`LoopReads` the loop thread's and :class:`SnapshotReads` an export's.
+A class that inherits them says only how a read reaches its connection (``_run``: the loop's
+reader reconnects once after the server dropped it) and, for the state, which names codec opens
+the rows (``_codec``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
-
-import psycopg
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from ledger import rows, sealing
 from ledger.leases import Resource
 from ledger.names import NameCodec
+from ledger.postgres.connection import Conn
 from ledger.storage import (
     DAMAGED,
     ApiKeyRecord,
@@ -21,140 +27,137 @@ from ledger.storage import (
     WaiterRecord,
 )
 
-Conn = psycopg.Connection[Any]
+T = TypeVar("T")
+Params = Sequence[object]
 
 _CHECKPOINT = "SELECT tree_size, root_hash, timestamp, note, key_did FROM checkpoints"
+_CHECKPOINTS = (
+    _CHECKPOINT + " WHERE tree_size >= %s AND tree_size <= %s ORDER BY tree_size LIMIT %s"
+)
 _RESOURCE = f"SELECT {rows.RESOURCE_COLUMNS} FROM resources"
 _LEASE = f"SELECT {rows.LEASE_COLUMNS} FROM leases"
-
-
-def tree_size(conn: Conn) -> int:
-    row = conn.execute("SELECT max(idx) FROM entries").fetchone()
-    return 0 if row is None or row[0] is None else int(row[0]) + 1
-
-
-def node(conn: Conn, level: int, index: int) -> bytes:
-    sql = "SELECT hash FROM tree_nodes WHERE level = %s AND idx = %s"
-    row = conn.execute(sql, (level, index)).fetchone()
-    if row is None:
-        raise KeyError((level, index))
-    return bytes(row[0])
-
-
-def entry(conn: Conn, index: int) -> bytes | None:
-    row = conn.execute("SELECT leaf FROM entries WHERE idx = %s", (index,)).fetchone()
-    return None if row is None else bytes(row[0])
-
-
-def entries(conn: Conn, start: int, end: int) -> list[tuple[int, bytes]]:
-    sql = "SELECT idx, leaf FROM entries WHERE idx >= %s AND idx < %s ORDER BY idx"
-    return [(int(idx), bytes(leaf)) for idx, leaf in conn.execute(sql, (start, end))]
-
-
-def stream_entries(conn: Conn, end: int) -> Iterator[tuple[int, bytes]]:
-    """Entries ``[0, end)`` through a server-side cursor: memory stays flat for any ledger."""
-    sql = "SELECT idx, leaf FROM entries WHERE idx < %s ORDER BY idx"
-    with conn.cursor(name="tenure_export") as cur:
-        cur.itersize = 2000
-        for idx, leaf in cur.execute(sql, (end,)):
-            yield int(idx), bytes(leaf)
 
 
 def _checkpoint(row: Any) -> CheckpointRecord:
     return CheckpointRecord(int(row[0]), bytes(row[1]), int(row[2]), row[3], row[4])
 
 
-def latest_checkpoint(conn: Conn) -> CheckpointRecord | None:
-    row = conn.execute(_CHECKPOINT + " ORDER BY tree_size DESC LIMIT 1").fetchone()
-    return None if row is None else _checkpoint(row)
+class Reads:
+    """The reads of the log every reader asks for."""
 
+    def _run(self, read: Callable[[Conn], T]) -> T:
+        """``read`` on the connection to read on."""
+        raise NotImplementedError
 
-def checkpoint(conn: Conn, size: int) -> CheckpointRecord | None:
-    row = conn.execute(_CHECKPOINT + " WHERE tree_size = %s", (size,)).fetchone()
-    return None if row is None else _checkpoint(row)
+    def _codec(self) -> NameCodec:
+        """The names codec that finds and opens the rows of the state tables."""
+        raise NotImplementedError
 
+    def _one(self, sql: str, params: Params = ()) -> Any:
+        return self._run(lambda conn: conn.execute(sql, params).fetchone())
 
-def checkpoints(conn: Conn, start: int, stop: int, limit: int | None) -> list[CheckpointRecord]:
-    """Checkpoints with ``start <= tree_size <= stop``, smallest first (``limit`` None: all)."""
-    sql = _CHECKPOINT + " WHERE tree_size >= %s AND tree_size <= %s ORDER BY tree_size LIMIT %s"
-    return [_checkpoint(row) for row in conn.execute(sql, (start, stop, limit))]
+    def _all(self, sql: str, params: Params = ()) -> list[Any]:
+        return self._run(lambda conn: conn.execute(sql, params).fetchall())
 
+    def tree_size(self) -> int:
+        row = self._one("SELECT max(idx) FROM entries")
+        return 0 if row is None or row[0] is None else int(row[0]) + 1
 
-def keys(conn: Conn) -> list[KeyRecord]:
-    sql = "SELECT did, public_key, multikey, valid_from, valid_until FROM signing_keys"
-    rows = conn.execute(sql + " ORDER BY valid_from, did")
-    return [KeyRecord(did, bytes(pub), multi, start, end) for did, pub, multi, start, end in rows]
+    def node(self, level: int, index: int) -> bytes:
+        row = self._one("SELECT hash FROM tree_nodes WHERE level = %s AND idx = %s", (level, index))
+        if row is None:
+            raise KeyError((level, index))
+        return bytes(row[0])
 
+    def entry(self, index: int) -> bytes | None:
+        row = self._one("SELECT leaf FROM entries WHERE idx = %s", (index,))
+        return None if row is None else bytes(row[0])
 
-def api_key_tenant(conn: Conn, digest: bytes) -> str | None:
-    sql = "SELECT tenant FROM api_keys WHERE key_digest = %s"
-    row = conn.execute(sql, (digest,)).fetchone()
-    return None if row is None else str(row[0])
+    def latest_checkpoint(self) -> CheckpointRecord | None:
+        row = self._one(_CHECKPOINT + " ORDER BY tree_size DESC LIMIT 1")
+        return None if row is None else _checkpoint(row)
 
+    def signing_keys(self) -> list[KeyRecord]:
+        sql = "SELECT did, public_key, multikey, valid_from, valid_until FROM signing_keys"
+        found = self._all(sql + " ORDER BY valid_from, did")
+        return [KeyRecord(did, bytes(pub), mk, start, end) for did, pub, mk, start, end in found]
 
-def api_keys(conn: Conn) -> list[ApiKeyRecord]:
-    sql = "SELECT key_digest, tenant, name, created_at FROM api_keys ORDER BY created_at"
-    return [ApiKeyRecord(bytes(d), t, n, c) for d, t, n, c in conn.execute(sql)]
+    def log_id(self) -> str:
+        row = self._one("SELECT value FROM meta WHERE key = 'log_id'")
+        assert row is not None, "the ledger has no log_id (schema.py sets it)"
+        return str(row[0])
 
-
-def log_id(conn: Conn) -> str:
-    row = conn.execute("SELECT value FROM meta WHERE key = 'log_id'").fetchone()
-    assert row is not None, "the ledger has no log_id (schema.py sets it)"
-    return str(row[0])
-
-
-def request(conn: Conn, names: NameCodec, tenant: str, request_id: str) -> RequestRecord | None:
-    sql = f"SELECT {rows.REQUEST_COLUMNS} FROM idempotency WHERE tenant = %s AND request_id = %s"
-    row = conn.execute(sql, sealing.request_key(names, tenant, request_id)).fetchone()
-    return None if row is None else rows.request_row(names, row)
-
-
-def resource(conn: Conn, names: NameCodec, tenant: str, name: str) -> Resource | None:
-    key = sealing.resource_key(names, tenant, name)
-    row = conn.execute(_RESOURCE + " WHERE tenant = %s AND name = %s", key).fetchone()
-    where = " WHERE tenant = %s AND resource = %s ORDER BY fencing_token"
-    leases = conn.execute(_LEASE + where, key).fetchall()
-    if row is None:
-        if leases:
-            raise StorageError(DAMAGED)
-        return None
-    found = rows.resource_row(names, tenant, name, row)
-    found.leases.extend(rows.lease_row(names, lease) for lease in leases)
-    return found
-
-
-def resources(
-    conn: Conn, names: NameCodec, keys: Sequence[tuple[str, str]]
-) -> dict[tuple[str, str], Resource]:
-    """The resources of ``keys`` that exist, with their leases: two round trips per tenant for a
-    whole batch, where :func:`resource` takes two per resource. A lease whose
-    resource row is gone is a damaged ledger: :class:`StorageError`, never a fresh resource."""
-    wanted, by_tenant = sealing.resource_keys(names, keys)
-    found: dict[tuple[str, str], Resource] = {}
-    for t, digests in by_tenant.items():
-        for row in conn.execute(_RESOURCE + " WHERE tenant = %s AND name = ANY(%s)", (t, digests)):
-            key = wanted[(bytes(row[0]), bytes(row[1]))]
-            found[key] = rows.resource_row(names, *key, row)
-        where = " WHERE tenant = %s AND resource = ANY(%s) ORDER BY fencing_token"
-        for lease in conn.execute(_LEASE + where, (t, digests)):
-            held = found.get(wanted[(t, bytes(lease[1]))])
-            if held is None:
-                raise StorageError(DAMAGED)
-            held.leases.append(rows.lease_row(names, lease))
-    return found
+    def api_key_tenant(self, digest: bytes) -> str | None:
+        row = self._one("SELECT tenant FROM api_keys WHERE key_digest = %s", (digest,))
+        return None if row is None else str(row[0])
 
 
 LIVE_LEASES = "SELECT count(*) FROM leases WHERE expires_at > %s"
+LISTING_BOUND = "SELECT name FROM resources WHERE tenant = %s AND name > %s ORDER BY name"
+"""The ``scan``-th resource after a listing's position, by the resources' primary key."""
+LISTING = (
+    "SELECT l.tenant, l.resource, l.sealed, l.fencing_token, l.owner_digest, l.expires_at,"
+    " l.lease_id, r.capacity FROM leases AS l JOIN resources AS r"
+    " ON r.tenant = l.tenant AND r.name = l.resource WHERE l.tenant = %s AND l.resource > %s"
+    " AND l.expires_at > %s"
+)
+"""The live leases after it, by the leases' primary key (``rows.listed`` reads them)."""
+_IN_ORDER = " ORDER BY l.resource, l.fencing_token"
 
 
-def queued_waiters(conn: Conn) -> int:
-    row = conn.execute("SELECT count(*) FROM waiters WHERE answer IS NULL").fetchone()
-    return 0 if row is None else int(row[0])
+class LoopReads(Reads):
+    """What the loop thread reads outside a transaction: pages of the log, keys, gauges."""
+
+    def entries(self, start: int, end: int) -> list[tuple[int, bytes]]:
+        sql = "SELECT idx, leaf FROM entries WHERE idx >= %s AND idx < %s ORDER BY idx"
+        return [(int(idx), bytes(leaf)) for idx, leaf in self._all(sql, (start, end))]
+
+    def checkpoint(self, tree_size: int) -> CheckpointRecord | None:
+        row = self._one(_CHECKPOINT + " WHERE tree_size = %s", (tree_size,))
+        return None if row is None else _checkpoint(row)
+
+    def checkpoints(self, start: int, limit: int) -> list[CheckpointRecord]:
+        return [_checkpoint(row) for row in self._all(_CHECKPOINTS, (start, 2**63 - 1, limit))]
+
+    def api_keys(self) -> list[ApiKeyRecord]:
+        sql = "SELECT key_digest, tenant, name, created_at FROM api_keys ORDER BY created_at"
+        return [ApiKeyRecord(bytes(d), t, n, c) for d, t, n, c in self._all(sql)]
+
+    def live_leases(self, now: int) -> int:
+        row = self._one(LIVE_LEASES, (now,))
+        return 0 if row is None else int(row[0])
+
+    def queued_waiters(self) -> int:
+        row = self._one("SELECT count(*) FROM waiters WHERE answer IS NULL")
+        return 0 if row is None else int(row[0])
+
+    def live_resources(self, tenant: str, after: bytes, now: int, scan: int) -> LeaseScan:
+        """The tenant's resources with leases live at ``now`` among its next ``scan`` after
+        ``after``, in digest order; ``next`` is the last of those ``scan`` if there may be more."""
+        names = self._codec()
+        digest = names.tenant(tenant)
+        last = self._one(LISTING_BOUND + " LIMIT 1 OFFSET %s", (digest, after, scan - 1))
+        if last is None:
+            found = self._all(LISTING + _IN_ORDER, (digest, after, now))
+            return LeaseScan(rows.listed(names, found), None)
+        up_to = " AND l.resource <= %s" + _IN_ORDER
+        found = self._all(LISTING + up_to, (digest, after, now, last[0]))
+        return LeaseScan(rows.listed(names, found), bytes(last[0]))
 
 
-def live_leases(conn: Conn, now: int) -> int:
-    row = conn.execute(LIVE_LEASES, (now,)).fetchone()
-    return 0 if row is None else int(row[0])
+class SnapshotReads(Reads):
+    """An export's reads: the whole log streamed, as of the snapshot's first read."""
+
+    def entries(self, end: int) -> Iterator[tuple[int, bytes]]:
+        """Entries ``[0, end)`` through a server-side cursor: memory stays flat for any ledger."""
+        sql = "SELECT idx, leaf FROM entries WHERE idx < %s ORDER BY idx"
+        with self._run(lambda conn: conn.cursor(name="tenure_export")) as cur:
+            cur.itersize = 2000
+            for idx, leaf in cur.execute(sql, (end,)):
+                yield int(idx), bytes(leaf)
+
+    def checkpoints(self, up_to: int) -> Iterator[CheckpointRecord]:
+        return iter([_checkpoint(row) for row in self._all(_CHECKPOINTS, (0, up_to, None))])
 
 
 _NAMED = "SELECT tenant, resource, sealed FROM leases"
@@ -174,65 +177,79 @@ WAITERS = _WAITER + " WHERE tenant = %s AND resource = %s AND answer IS NULL ORD
 """By ``waiters_queue``: FIFO in ``seq`` order."""
 
 
-def expired_leases(conn: Conn, names: NameCodec, now: int, limit: int) -> list[tuple[str, str]]:
-    """The oldest expiries first, one pair per resource."""
-    return rows.lease_names(names, conn.execute(EXPIRED_LEASES, (now, limit)))
+class StateReads(Reads):
+    """The state a decision reads inside the write transaction; names are looked up by their
+    digests and opened from their sealed columns (``ledger/sealing.py``)."""
 
+    def request(self, tenant: str, request_id: str) -> RequestRecord | None:
+        names = self._codec()
+        sql = (
+            f"SELECT {rows.REQUEST_COLUMNS} FROM idempotency WHERE tenant = %s AND request_id = %s"
+        )
+        row = self._one(sql, sealing.request_key(names, tenant, request_id))
+        return None if row is None else rows.request_row(names, row)
 
-def ended_lifecycles(conn: Conn, names: NameCodec, now: int, limit: int) -> list[tuple[str, str]]:
-    found = conn.execute(ENDED_LIFECYCLES, (now, limit))
-    return [rows.named(names, sealing.RESOURCE_NAME, row) for row in found]
+    def resource(self, tenant: str, name: str) -> Resource | None:
+        names = self._codec()
+        key = sealing.resource_key(names, tenant, name)
+        row = self._one(_RESOURCE + " WHERE tenant = %s AND name = %s", key)
+        leases = self._all(
+            _LEASE + " WHERE tenant = %s AND resource = %s ORDER BY fencing_token", key
+        )
+        if row is None:
+            if leases:
+                raise StorageError(DAMAGED)
+            return None
+        found = rows.resource_row(names, tenant, name, row)
+        found.leases.extend(rows.lease_row(names, lease) for lease in leases)
+        return found
 
+    def resources(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Resource]:
+        """The resources of ``keys`` that exist, with their leases: two round trips per tenant
+        for a whole batch, where :meth:`resource` takes two per resource. A lease whose
+        resource row is gone is a damaged ledger: :class:`StorageError`, never a fresh one."""
+        names = self._codec()
+        wanted, by_tenant = sealing.resource_keys(names, keys)
+        found: dict[tuple[str, str], Resource] = {}
+        for t, digests in by_tenant.items():
+            for row in self._all(_RESOURCE + " WHERE tenant = %s AND name = ANY(%s)", (t, digests)):
+                key = wanted[(bytes(row[0]), bytes(row[1]))]
+                found[key] = rows.resource_row(names, *key, row)
+            where = " WHERE tenant = %s AND resource = ANY(%s) ORDER BY fencing_token"
+            for lease in self._all(_LEASE + where, (t, digests)):
+                held = found.get(wanted[(t, bytes(lease[1]))])
+                if held is None:
+                    raise StorageError(DAMAGED)
+                held.leases.append(rows.lease_row(names, lease))
+        return found
 
-def due_scopes(conn: Conn, names: NameCodec, now: int, limit: int) -> list[tuple[str, str]]:
-    return [rows.named(names, sealing.SCOPE, row) for row in conn.execute(DUE_SCOPES, (now, limit))]
+    def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
+        """The oldest expiries first, one pair per resource."""
+        found = self._all(EXPIRED_LEASES, (now, limit))
+        return rows.lease_names(self._codec(), found)
 
+    def ended_lifecycles(self, now: int, limit: int) -> list[tuple[str, str]]:
+        found = self._all(ENDED_LIFECYCLES, (now, limit))
+        return [rows.named(self._codec(), sealing.RESOURCE_NAME, row) for row in found]
 
-def scope_resources(conn: Conn, names: NameCodec, tenant: str, scope: str) -> list[str]:
-    key = sealing.scope_key(names, tenant, scope)
-    return sorted(name for _, name in rows.lease_names(names, conn.execute(SCOPE_RESOURCES, key)))
+    def due_scopes(self, now: int, limit: int) -> list[tuple[str, str]]:
+        found = self._all(DUE_SCOPES, (now, limit))
+        return [rows.named(self._codec(), sealing.SCOPE, row) for row in found]
 
+    def scope_resources(self, tenant: str, scope: str) -> list[str]:
+        names = self._codec()
+        found = self._all(SCOPE_RESOURCES, sealing.scope_key(names, tenant, scope))
+        return sorted(name for _, name in rows.lease_names(names, found))
 
-def waiters(conn: Conn, names: NameCodec, tenant: str, resource: str) -> list[WaiterRecord]:
-    """The resource's waiters not yet granted, FIFO (``seq``)."""
-    key = sealing.resource_key(names, tenant, resource)
-    return [rows.waiter_row(names, row) for row in conn.execute(WAITERS, key)]
+    def waiters(self, tenant: str, resource: str) -> list[WaiterRecord]:
+        """The resource's waiters not yet granted, FIFO (``seq``)."""
+        names = self._codec()
+        found = self._all(WAITERS, sealing.resource_key(names, tenant, resource))
+        return [rows.waiter_row(names, row) for row in found]
 
+    def waiter(self, waiter_id: str) -> WaiterRecord | None:
+        row = self._one(_WAITER + " WHERE waiter_id = %s", (waiter_id,))
+        return None if row is None else rows.waiter_row(self._codec(), row)
 
-def waiter(conn: Conn, names: NameCodec, waiter_id: str) -> WaiterRecord | None:
-    row = conn.execute(_WAITER + " WHERE waiter_id = %s", (waiter_id,)).fetchone()
-    return None if row is None else rows.waiter_row(names, row)
-
-
-def waiter_workers(conn: Conn) -> list[str]:
-    return [str(w) for (w,) in conn.execute("SELECT DISTINCT worker FROM waiters")]
-
-
-LISTING_BOUND = "SELECT name FROM resources WHERE tenant = %s AND name > %s ORDER BY name"
-"""The ``scan``-th resource after a listing's position, by the resources' primary key."""
-LISTING = (
-    "SELECT l.tenant, l.resource, l.sealed, l.fencing_token, l.owner_digest, l.expires_at,"
-    " l.lease_id, r.capacity FROM leases AS l JOIN resources AS r"
-    " ON r.tenant = l.tenant AND r.name = l.resource WHERE l.tenant = %s AND l.resource > %s"
-    " AND l.expires_at > %s"
-)
-"""The live leases after it, by the leases' primary key (``rows.listed`` reads them)."""
-
-
-def live_resources(
-    conn: Conn, names: NameCodec, tenant: str, after: bytes, now: int, scan: int
-) -> LeaseScan:
-    """The tenant's resources with leases live at ``now`` among its next ``scan`` after
-    ``after``, in digest order; ``next`` is the last of those ``scan`` if there may be more."""
-    digest = names.tenant(tenant)
-    bound = conn.execute(LISTING_BOUND + " LIMIT 1 OFFSET %s", (digest, after, scan - 1))
-    last = bound.fetchone()
-    if last is None:
-        found = conn.execute(LISTING + _IN_ORDER, (digest, after, now))
-        return LeaseScan(rows.listed(names, found), None)
-    up_to = " AND l.resource <= %s" + _IN_ORDER
-    found = conn.execute(LISTING + up_to, (digest, after, now, last[0]))
-    return LeaseScan(rows.listed(names, found), bytes(last[0]))
-
-
-_IN_ORDER = " ORDER BY l.resource, l.fencing_token"
+    def waiter_workers(self) -> list[str]:
+        return [str(w) for (w,) in self._all("SELECT DISTINCT worker FROM waiters")]
