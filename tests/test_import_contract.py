@@ -131,9 +131,9 @@ def test_the_storage_seam_has_at_most_30_members_and_no_speed_hooks() -> None:
 
 
 def forwarders(source: str) -> list[str]:
-    """Methods whose one statement hands over to a function of another module of the backend,
-    called or passed (``return reads.node(self.conn, level, index)``, ``self._read(reads.keys)``):
-    a class of forwarders over module functions."""
+    """Methods that, after assignments at most, hand over to a function of another module of the
+    backend, called or passed (``return reads.node(self.conn, level, index)``,
+    ``self._read(reads.keys)``): a class of forwarders over module functions."""
     tree = ast.parse(source)
     modules = {
         alias.asname or alias.name
@@ -145,7 +145,8 @@ def forwarders(source: str) -> list[str]:
     for cls in (node for node in tree.body if isinstance(node, ast.ClassDef)):
         for method in (node for node in cls.body if isinstance(node, ast.FunctionDef)):
             body = [stmt for stmt in method.body if not _docstring(stmt)]
-            if len(body) == 1 and _hands_over(body[0], modules):
+            setup = all(isinstance(stmt, ast.Assign) for stmt in body[:-1])
+            if body and setup and _hands_over(body[-1], modules):
                 found.append(f"{cls.name}.{method.name}")
     return found
 
@@ -174,11 +175,14 @@ def test_forwarders_finds_a_forwarding_method_and_not_one_that_decides() -> None
         "        return reads.node(self._conn, level)\n"
         "    def keys(self):\n"
         "        return self._read(lambda conn: reads.keys(conn))\n"
+        "    def waiters(self, tenant):\n"
+        "        names = self._names\n"
+        "        return reads.waiters(self._conn, names, tenant)\n"
         "    def entry(self, index):\n"
         "        found = self._cache.get(index)\n"
         "        return reads.entry(self._conn, index) if found is None else found\n"
     )
-    assert forwarders(source) == ["T.node", "T.keys"]
+    assert forwarders(source) == ["T.node", "T.keys", "T.waiters"]
 
 
 def test_backends_have_no_forwarder_layer() -> None:

@@ -16,7 +16,6 @@ from pathlib import Path
 from ledger import metrics, sealing
 from ledger.changes import Change
 from ledger.names import NameCodec, needs_names
-from ledger.sqlite import listing
 from ledger.sqlite.checkpointer import Checkpointer
 from ledger.sqlite.opening import open_db
 from ledger.sqlite.pending import PendingWrites
@@ -27,7 +26,6 @@ from ledger.sqlite.writelock import WriteLock
 from ledger.storage import (
     ApiKeyRecord,
     KeyRecord,
-    LeaseScan,
     StorageError,
 )
 
@@ -150,6 +148,9 @@ class SQLiteStorage(LoopReads):
     def _reading(self) -> sqlite3.Connection:
         return self._reader
 
+    def _codec(self) -> NameCodec:
+        return needs_names(self._names)
+
     def turns(self) -> WriteLock:
         return self._lock
 
@@ -187,10 +188,6 @@ class SQLiteStorage(LoopReads):
         with self.transaction():
             sql = "DELETE FROM api_keys WHERE key_digest = ?"
             return self._writer.execute(sql, (digest,)).rowcount > 0
-
-    def live_resources(self, tenant: str, after: bytes, now: int, scan: int) -> LeaseScan:
-        names = needs_names(self._names)
-        return listing.live_resources(self._reader, names, tenant, after, now, scan)
 
     @contextmanager
     def export_snapshot(self) -> Iterator[SQLiteSnapshot]:

@@ -22,6 +22,7 @@ from ledger.storage import (
     ApiKeyRecord,
     CheckpointRecord,
     KeyRecord,
+    LeaseScan,
     RequestRecord,
     StorageError,
     WaiterRecord,
@@ -37,6 +38,17 @@ _STATE = (
 """A resource's rows of ``state`` (docs/decisions/0013): its own at ``token`` 0, then its leases."""
 _NAMED_LEASE = "SELECT tenant, name, sealed FROM state"
 _WAITER = f"SELECT {rows.WAITER_COLUMNS} FROM waiters"
+_LISTING_BOUND = (
+    "SELECT name FROM state WHERE tenant = ? AND name > ? AND token = 0"
+    " ORDER BY name LIMIT 1 OFFSET ?"
+)
+_LISTING = (
+    "SELECT l.tenant, l.name, l.sealed, l.token, l.owner_digest, l.expires_at, l.lease_id,"
+    " r.capacity FROM state AS l JOIN state AS r"
+    " ON r.tenant = l.tenant AND r.name = l.name AND r.token = 0"
+    " WHERE l.tenant = ? AND l.name > ? AND l.token > 0 AND l.expires_at > ?"
+)
+_IN_ORDER = " ORDER BY l.name, l.token"
 
 
 def _checkpoint(row: tuple[int, bytes, int, str, str]) -> CheckpointRecord:
@@ -48,6 +60,10 @@ class Reads:
 
     def _reading(self) -> sqlite3.Connection:
         """The connection to read on (a transaction's writes what it held back first)."""
+        raise NotImplementedError
+
+    def _codec(self) -> NameCodec:
+        """The names codec that finds and opens the rows of the state tables."""
         raise NotImplementedError
 
     def tree_size(self) -> int:
@@ -114,6 +130,21 @@ class LoopReads(Reads):
         sql = "SELECT count(*) FROM waiters WHERE answer IS NULL"
         return int(self._reading().execute(sql).fetchone()[0])
 
+    def live_resources(self, tenant: str, after: bytes, now: int, scan: int) -> LeaseScan:
+        """The tenant's resources with leases live at ``now`` among its next ``scan`` after
+        ``after``, in the order of their names' digests (the key of ``state``): the ``scan``-th
+        resource row found by the index alone, then the live leases up to it with their
+        resource's capacity; ``next`` is that row if there may be more."""
+        conn, names = self._reading(), self._codec()
+        digest = names.tenant(tenant)
+        last = conn.execute(_LISTING_BOUND, (digest, after, scan - 1)).fetchone()
+        if last is None:
+            found = conn.execute(_LISTING + _IN_ORDER, (digest, after, now))
+            return LeaseScan(rows.listed(names, found), None)
+        up_to = _LISTING + " AND l.name <= ?" + _IN_ORDER
+        found = conn.execute(up_to, (digest, after, now, last[0]))
+        return LeaseScan(rows.listed(names, found), bytes(last[0]))
+
 
 class SnapshotReads(Reads):
     """An export's reads: the whole log streamed, as of the snapshot's first read."""
@@ -130,10 +161,6 @@ class SnapshotReads(Reads):
 class StateReads(Reads):
     """The state a decision reads inside the write transaction; names are looked up by their
     digests and opened from their sealed columns (``ledger/sealing.py``)."""
-
-    def _codec(self) -> NameCodec:
-        """The names codec of the ledger's state tables."""
-        raise NotImplementedError
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         names = self._codec()
