@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from api.client import Client
+from api.client import AsyncClient, Client
+from api.mcp_tools import TOOLS
 from ledger.backends import open_storage
 from ledger.calls import LeaseCall, Limits
 from ledger.service import LeaseService
@@ -168,3 +169,22 @@ def test_the_documented_heartbeat_renews_the_scope(server: Server) -> None:
         (renewed,) = answer["renewed"]
         assert renewed["fencingToken"] == held["fencingToken"]
         assert renewed["expiresAt"] > held["expiresAt"] and answer["armed"]
+
+
+def test_the_mcp_scope_heartbeat_renews_the_scope(server: Server) -> None:
+    """The MCP tool takes `renew` and `ttlSeconds` as the HTTP body does."""
+    (tool,) = [spec for spec in TOOLS if spec.name == "scope_heartbeat"]
+    assert tool.input_schema["properties"]["renew"]["type"] == "boolean"
+    assert "ttlSeconds" in tool.input_schema["properties"]
+    scope = rid("scope")
+    with server.client() as api:
+        held = grant(api, rid(), scope=scope, ttlSeconds=30)
+
+    async def beat() -> Any:
+        async with AsyncClient(server.url) as client:
+            arguments = {"scope": scope, "deadSeconds": 0, "renew": True, "ttlSeconds": 900}
+            return await tool.call(client, arguments)
+
+    (renewed,) = asyncio.run(beat()).data["renewed"]
+    assert renewed["fencingToken"] == held["fencingToken"]
+    assert renewed["expiresAt"] > held["expiresAt"]
