@@ -78,8 +78,10 @@ class NameCodec:
     def scope(self, tenant: str, name: str) -> bytes:
         return self._digest(b"scope", tenant, name)
 
-    def request(self, tenant: str, request_id: str) -> bytes:
-        return self._digest(b"request", tenant, request_id)
+    def lookup(self, kind: bytes, tenant: str, name: str) -> bytes:
+        """A name's lookup digest of ``kind`` within its tenant, where the table's module names
+        the kind (a stored request's: ``ledger/idempotency.py``)."""
+        return self._digest(kind, tenant, name)
 
     def keyed(self, kind: bytes, tenant: str, value: bytes) -> bytes:
         """An unkeyed digest of a caller's input (``kind``: :data:`REQUEST_INPUT`,

@@ -16,7 +16,7 @@ from typing import Any
 from ledger import sealing
 from ledger.leases import Completion, Lease, Resource
 from ledger.names import NameCodec
-from ledger.storage import Listed, RequestRecord, WaiterRecord
+from ledger.storage import Listed, WaiterRecord
 
 RESOURCE_COLUMNS = (
     "tenant, name, capacity, max_token, lifecycle_end, fingerprint, result, completed_at,"
@@ -24,7 +24,6 @@ RESOURCE_COLUMNS = (
 )
 LEASE_COLUMNS = "tenant, resource, sealed, fencing_token, owner_digest, expires_at, lease_id"
 WAITER_COLUMNS = "waiter_id, worker, call, answer"
-REQUEST_COLUMNS = "tenant, request_id, request_digest, answer, created_at"
 
 
 def resource_row(codec: NameCodec, tenant: str, name: str, row: Any) -> Resource:
@@ -74,13 +73,6 @@ def lease_names(codec: NameCodec, found: Iterable[Any]) -> list[tuple[str, str]]
     resource, in the order found, each opened once."""
     sealed = {(bytes(t), bytes(r)): s for t, r, s in found}
     return [named(codec, sealing.LEASE, (*key, s)) for key, s in sealed.items()]
-
-
-def request_row(codec: NameCodec, row: Any) -> RequestRecord:
-    """A row of :data:`REQUEST_COLUMNS` → the record, its answer opened."""
-    t, q, digest, answer, created_at = row
-    clear = codec.open(sealing.REQUEST, bytes(t) + bytes(q), bytes(answer))
-    return RequestRecord(bytes(digest), json.loads(clear), created_at)
 
 
 def waiter_row(codec: NameCodec, row: Any) -> WaiterRecord:

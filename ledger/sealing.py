@@ -16,14 +16,12 @@ from ledger.changes import (
     GrantWaiter,
     PutLease,
     PutResource,
-    RememberRequest,
 )
 from ledger.names import NameCodec
 
 RESOURCE_NAME = b"resources"
 RESOURCE_RESULT = b"resources/result"
 LEASE = b"leases"
-REQUEST = b"idempotency"
 SCOPE = b"scopes"
 WAITER_CALL = b"waiters/call"
 WAITER_ANSWER = b"waiters/answer"
@@ -96,17 +94,6 @@ def warm_lease(
 def lease_key(codec: NameCodec, tenant: str, resource: str, fencing_token: int) -> Row:
     """``tenant, resource, fencing_token``: the key of one lease."""
     return (*codec.resource_key(tenant, resource), fencing_token)
-
-
-def remember(codec: NameCodec, c: RememberRequest) -> Row:
-    """``tenant, request_id, request_digest, answer, created_at``, the answer sealed."""
-    t, q = request_key(codec, c.tenant, c.request_id)
-    answer = codec.seal(REQUEST, t + q, c.answer_json.encode())
-    return (t, q, c.digest, answer, c.created_at)
-
-
-def request_key(codec: NameCodec, tenant: str, request_id: str) -> tuple[bytes, bytes]:
-    return codec.tenant(tenant), codec.request(tenant, request_id)
 
 
 def arm(codec: NameCodec, c: ArmDeadMan) -> Row:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from ledger import rows, sealing
+from ledger import idempotency, rows, sealing
 from ledger.leases import Resource
 from ledger.names import NameCodec
 from ledger.postgres.connection import Conn
@@ -36,6 +36,7 @@ _CHECKPOINTS = (
 )
 _RESOURCE = f"SELECT {rows.RESOURCE_COLUMNS} FROM resources"
 _LEASE = f"SELECT {rows.LEASE_COLUMNS} FROM leases"
+_REQUEST = f"SELECT {idempotency.COLUMNS} FROM idempotency WHERE tenant = %s AND request_id = %s"
 
 
 def _checkpoint(row: Any) -> CheckpointRecord:
@@ -183,11 +184,8 @@ class StateReads(Reads):
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         names = self._codec()
-        sql = (
-            f"SELECT {rows.REQUEST_COLUMNS} FROM idempotency WHERE tenant = %s AND request_id = %s"
-        )
-        row = self._one(sql, sealing.request_key(names, tenant, request_id))
-        return None if row is None else rows.request_row(names, row)
+        row = self._one(_REQUEST, idempotency.key(names, tenant, request_id))
+        return None if row is None else idempotency.record(names, row)
 
     def resource(self, tenant: str, name: str) -> Resource | None:
         names = self._codec()

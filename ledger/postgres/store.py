@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 
-from ledger import sealing
+from ledger import idempotency, sealing
 from ledger.changes import (
     AddWaiter,
     AppendEntry,
@@ -101,7 +101,7 @@ def apply(conn: Conn, names: NameCodec, change: Change) -> None:
 def _apply_rare(conn: Conn, names: NameCodec, change: Change) -> None:
     match change:
         case RememberRequest():
-            conn.execute(_REMEMBER, sealing.remember(names, change))
+            conn.execute(_REMEMBER, idempotency.row(names, change))
         case ForgetRequests():
             conn.execute("DELETE FROM idempotency WHERE created_at < %s", (change.before,))
         case ArmDeadMan():

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ledger import rows, sealing
+from ledger import idempotency, rows, sealing
 from ledger.leases import Resource
 from ledger.names import NameCodec
 from ledger.sqlite import pending
@@ -38,6 +38,7 @@ _STATE = (
 """A resource's rows of ``state`` (docs/decisions/0013): its own at ``token`` 0, then its leases."""
 _NAMED_LEASE = "SELECT tenant, name, sealed FROM state"
 _WAITER = f"SELECT {rows.WAITER_COLUMNS} FROM waiters"
+_REQUEST = f"SELECT {idempotency.COLUMNS} FROM idempotency WHERE tenant = ? AND request_id = ?"
 _LISTING_BOUND = (
     "SELECT name FROM state WHERE tenant = ? AND name > ? AND token = 0"
     " ORDER BY name LIMIT 1 OFFSET ?"
@@ -164,10 +165,9 @@ class StateReads(Reads):
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         names = self._codec()
-        sql = f"SELECT {rows.REQUEST_COLUMNS} FROM idempotency WHERE tenant = ? AND request_id = ?"
-        row = self._reading().execute(sql, sealing.request_key(names, tenant, request_id))
-        found = row.fetchone()
-        return None if found is None else rows.request_row(names, found)
+        key = idempotency.key(names, tenant, request_id)
+        found = self._reading().execute(_REQUEST, key).fetchone()
+        return None if found is None else idempotency.record(names, found)
 
     def resource(self, tenant: str, name: str) -> Resource | None:
         conn, names = self._reading(), self._codec()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ledger import sealing
+from ledger import idempotency, sealing
 from ledger.changes import (
     AddWaiter,
     AppendEntry,
@@ -66,7 +66,7 @@ def _apply_rare(conn: sqlite3.Connection, names: NameCodec, change: Change) -> N
         case RememberRequest():
             sql = "INSERT OR REPLACE INTO idempotency(tenant, request_id, request_digest, answer,"
             conn.execute(
-                sql + " created_at) VALUES (?, ?, ?, ?, ?)", sealing.remember(names, change)
+                sql + " created_at) VALUES (?, ?, ?, ?, ?)", idempotency.row(names, change)
             )
         case ForgetRequests():
             conn.execute("DELETE FROM idempotency WHERE created_at < ?", (change.before,))
