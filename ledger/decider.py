@@ -21,9 +21,8 @@ from ledger.calls import Answer, LeaseCall, Limits, StorageUnavailable, Waiter, 
 from ledger.entries import entry_time
 from ledger.leases import Resource
 from ledger.merkle import CompactRange
-from ledger.ops import ACQUIRING
 from ledger.recorder import Recorder
-from ledger.replay import replayed, request_digest
+from ledger.replay import draws_owner_token, replayed, request_digest
 from ledger.storage import Transaction
 
 
@@ -149,7 +148,7 @@ class Decider:
         pseudonyms recording ``call`` will name (the recorder remembers them) and note its
         resource, which ``begin`` reads with the rest of the batch's: less under the lock."""
         self._upcoming.append((call.tenant, call.resource))
-        if call.op in ACQUIRING and not call.request_id:
+        if draws_owner_token(call):
             self._fresh.append(new_owner_token())  # used unless the call waits
         names = self.recorder.pseudonyms(call.tenant)
         names.resource(call.resource)

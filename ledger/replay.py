@@ -18,10 +18,17 @@ from ledger.batch import Batch
 from ledger.calls import Answer, LeaseCall, owner_digest
 from ledger.leases import Decision, Outcome, Resource
 from ledger.names import REQUEST_INPUT
-from ledger.ops import Op
+from ledger.ops import ACQUIRING, Op
 
 IDEMPOTENT = frozenset(Op) - {Op.GET}
 """Ops whose requestId is remembered: those that can change state."""
+
+
+def draws_owner_token(call: LeaseCall) -> bool:
+    """Whether a grant to ``call`` carries fresh random bits as its owner token: an acquiring
+    call without a requestId. With one, the token is derived from it, so that a replay can
+    hand the same back (docs/decisions/0007)."""
+    return call.op in ACQUIRING and not call.request_id
 
 
 def request_digest(batch: Batch, call: LeaseCall) -> bytes | None:
