@@ -8,6 +8,7 @@ is thin raw asyncio, since it shares the CPUs, and prints its own CPU beside the
 Method and figures: docs/performance.md.
 
     .venv/bin/python bench/lease_bench.py [--duration 10] [--connections 1,64] [--url URL]
+    .venv/bin/python bench/lease_bench.py --database auto --nodes 2 --connections 64
 """
 
 from __future__ import annotations
@@ -196,6 +197,8 @@ def start_server(
     cmd += ["--rate-limit", "1000000", "--log-level", args.server_log_level]
     if args.database:
         cmd += ["--database", args.database]
+    if args.workers:
+        cmd += ["--workers", str(args.workers)]
     processes.append(subprocess.Popen(cmd, cwd=args.checkout))
     url = f"http://127.0.0.1:{port}"
     wait_ready(url, processes[-1])
@@ -245,15 +248,22 @@ def main() -> int:
         default=str(ROOT),
         help="run the server from another checkout of tenure (to compare revisions)",
     )
-    parser.add_argument("--database", help="a postgresql:// URL for the started server(s)")
+    parser.add_argument(
+        "--database", help="a postgresql:// URL for the started server(s); `auto`: a throw-away one"
+    )
     parser.add_argument("--nodes", type=int, default=1, help="servers on --database (default 1)")
+    parser.add_argument("--workers", type=int, help="`tenure serve --workers` of each server")
     args = parser.parse_args()
     if args.nodes > 1 and not args.database:
         parser.error("--nodes needs --database (several nodes share a PostgreSQL ledger)")
     counts = [int(n) for n in args.connections.split(",")]
 
     processes: list[subprocess.Popen[bytes]] = []
-    scratch = None
+    scratch, database = None, None
+    if args.database == "auto":
+        import own_postgres
+
+        database, args.database = own_postgres.start()
     if args.url:
         urls = [args.url.rstrip("/")]
     else:
@@ -281,18 +291,25 @@ def main() -> int:
         for n in counts:
             pids = [process.pid for process in processes]
             wall0, cpu0, srv0 = time.perf_counter(), time.process_time(), servers_cpu(pids)
+            db0 = None if database is None else own_postgres.cpu_seconds(database)
             with asyncio.Runner(loop_factory=new_loop) as runner:
                 tally = runner.run(run(targets, n, args.warmup, args.duration, extra))
             wall, client_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
             srv1 = servers_cpu(pids)
             server_cpu = None if srv0 is None or srv1 is None else srv1 - srv0
             report(n, args.duration, tally, wall, client_cpu, server_cpu)
+            if database is not None and db0 is not None and tally.cycles:
+                db_cpu = (own_postgres.cpu_seconds(database) or db0) - db0
+                events = 2 * tally.cycles * wall / args.duration
+                print(f"  PostgreSQL CPU per lease event {db_cpu / events * 1e6:7.0f} µs")
     finally:
         for process in processes:
             process.terminate()
             process.wait(timeout=30)
         if scratch is not None:
             scratch.cleanup()
+        if database is not None:
+            database.stop()
     return 0
 
 

@@ -220,7 +220,7 @@ class GroupCommitter:
         fails alone: the transaction is rolled back and the other units are tried once more
         without it, so one bad decision does not cost its group; if that fails too, they fail.
         Without :class:`RetryHooks` the whole batch fails, as any failure does."""
-        results, error = self._commit(batch, join_late=True, isolate=self._retry is not None)
+        results, error = self._commit(batch, join_late=True)
         if not isinstance(error, UnitFailed):
             return results, error
         failed = batch.pop(error.index)
@@ -238,16 +238,12 @@ class GroupCommitter:
         _prepare(batch[first:])
 
     def _commit(
-        self,
-        batch: list[_Item],
-        started: float | None = None,
-        join_late: bool = False,
-        isolate: bool = False,
+        self, batch: list[_Item], started: float | None = None, join_late: bool = False
     ) -> tuple[list[Any], BaseException | None]:
         """One transaction for ``batch``; ``started``: when its wait for the lock began;
         ``join_late``: the writer thread's units queued meanwhile join it (on lent turns the
-        loop could queue none, and the queue holds only the helper's signals); ``isolate``: a
-        unit that raises rolls it back as :class:`UnitFailed`, naming the unit."""
+        loop could queue none, and the queue holds only the helper's signals) and a unit that
+        raises rolls it back as :class:`UnitFailed` where the hooks can start over."""
         hooks = self._hooks
         started = metrics.commit_started() if started is None else started
         try:
@@ -257,7 +253,7 @@ class GroupCommitter:
                     self._join_late(batch)
                 if hooks is not None:
                     hooks.begin(tx)
-                results = _run_units(tx, batch, isolate)
+                results = _run_units(tx, batch, join_late and self._retry is not None)
                 if any(item[3] is not None for item in batch):
                     tx.flush()  # the callers work on their answers during the commit alone
                     self._loop.call_soon_threadsafe(_early, batch, results)
