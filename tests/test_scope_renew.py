@@ -124,15 +124,23 @@ def test_bad_input_is_refused_naming_the_field_and_renews_nothing(
         assert now["expiresAt"] == held["expiresAt"]
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """Where the ledger lives: a SQLite folder, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return tmp_path / "data"
+    return str(request.getfixturevalue("postgres_url"))
+
+
 def test_renewed_leases_outlive_their_first_ttl_and_an_expired_one_is_not_revived(
-    tmp_path: Path,
+    location: Path | str,
 ) -> None:
-    """With a fixed clock: a lease past its expiry at the heartbeat is recorded expired, not
-    renewed; the renewed ones are still live after their first ttl has passed."""
+    """With a fixed clock, on both backends: a lease past its expiry at the heartbeat is
+    recorded expired, not renewed; the renewed ones are still live after their first ttl."""
 
     async def scenario() -> None:
         now = [T0]
-        storage = open_storage(tmp_path / "data", names=NAMES)
+        storage = open_storage(location, names=NAMES)
         svc = LeaseService(storage, b"s" * 32, Limits(), lambda: now[0])
         await svc.start()
         try:
