@@ -86,9 +86,11 @@ class Watch:
 
 
 async def events(watch: Watch, start: int, settings: Settings) -> AsyncIterator[bytes]:
-    """The stream's events from ``start``: gaps said, heartbeats while quiet, ``end`` when
-    nothing was sent for ``watch_idle_seconds``."""
+    """The stream's events from ``start``: ``ready`` first, gaps said, heartbeats while
+    quiet, ``end`` when nothing was sent for ``watch_idle_seconds``."""
     clock = asyncio.get_running_loop().time
+    ready = {"status": "pass", "from": start, "treeSize": watch.hub.size}
+    yield watch.sse("ready", ready, None)  # where a reconnect before any event starts again
     index, gap = start_of(start, watch.hub.size, settings.watch_replay_max)
     if gap is not None:
         yield watch.sse("gap", gap.as_data(), gap.end - 1)

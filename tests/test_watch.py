@@ -146,7 +146,7 @@ def test_the_api_docs_curl_example_streams_signed_events(server: Server) -> None
     env = os.environ | {"NS": ns}
     with subprocess.Popen(["bash", "-c", command], env=env, stdout=subprocess.PIPE) as curl:
         assert curl.stdout is not None
-        lines = [curl.stdout.readline().decode().rstrip("\n") for _ in range(3)]
+        lines = [curl.stdout.readline().decode().rstrip("\n") for _ in range(6)][3:]
         curl.terminate()
     assert lines[0] == "event: lease" and lines[1].startswith("id: ")
     document = json.loads(lines[2].removeprefix("data: "))

@@ -3,7 +3,7 @@ Last-Event-ID after a dropped connection and after a stream the server ended; th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -32,22 +32,48 @@ class DropsFirstWatch(httpx.HTTPTransport):
 
 
 class _cut(httpx.SyncByteStream):
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
+    """The stream, dropped once the first ``after`` event has been read (``then`` runs first)."""
+
+    def __init__(
+        self, stream: Any, after: bytes = b"event: lease", then: Callable[[], object] = list
+    ) -> None:
+        self._stream, self._after, self._then = stream, after, then
 
     def __iter__(self) -> Iterator[bytes]:
         seen = b""
         for chunk in self._stream:
             seen += chunk
             yield chunk
-            if b"\n\n" in seen.split(b"event: lease", 1)[-1]:
+            if self._after in seen and b"\n\n" in seen.split(self._after, 1)[1]:
+                self._then()
                 raise httpx.ReadError("connection dropped (test)")
 
     def close(self) -> None:
         self._stream.close()
 
 
-def _ops(client: Client, start: int, count: int, **filters: str) -> list[WatchEvent]:
+class DropsAfterReady(httpx.HTTPTransport):
+    """Cuts the first watch right after its ``ready`` event, granting ``first`` meanwhile (an
+    event while the client is away); grants ``then`` once the second watch is open."""
+
+    def __init__(self, grant: Callable[[str], object]) -> None:
+        super().__init__()
+        self.grant, self.watches = grant, 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if request.url.path == "/api/v1/watch":
+            self.watches += 1
+            if self.watches == 1:
+                response.stream = _cut(
+                    response.stream, b"event: ready", lambda: self.grant("first")
+                )  # type: ignore[arg-type]
+            else:
+                self.grant("then")
+        return response
+
+
+def _ops(client: Client, start: int | None, count: int, **filters: str) -> list[WatchEvent]:
     found: list[WatchEvent] = []
     for event in client.watch(from_index=start, **filters):
         assert isinstance(event, WatchEvent)
@@ -75,6 +101,16 @@ def test_a_dropped_connection_resumes_with_last_event_id(server: Server) -> None
     assert events[0].fencing_token == grant.fencing_token
     assert "last-event-id" not in transport.watches[0]
     assert transport.watches[1]["last-event-id"] == str(start)  # after the one it had
+
+
+def test_a_watch_from_now_dropped_before_any_event_misses_nothing(server: Server) -> None:
+    with Client(server.url) as setup:
+        ns = setup.create_namespace().namespace
+    with Client(server.url, namespace=ns) as granter:
+        transport = DropsAfterReady(lambda name: granter.acquire(name, "w"))
+        with Client(server.url, namespace=ns, transport=transport) as client:
+            events = _ops(client, None, 2)
+    assert [e.resource for e in events] == ["first", "then"]
 
 
 def test_a_stream_ended_by_its_budget_resumes(

@@ -91,7 +91,8 @@ def test_an_index_behind_the_replay_window_is_a_gap_then_idle_ends(
     url = fresh_server.url + "/api/v1/watch"
     with httpx.stream("GET", url, params={"from": 0}, headers=sent, timeout=30) as got:
         lines = list(got.iter_lines())
-    events = list(parse(iter(lines)))
+    ready, *events = list(parse(iter(lines)))
+    assert ready[0] == "ready" and ready[2]["data"]["from"] == 0
     gap = events[0]
     assert gap[0] == "gap" and gap[1] == size - 4
     assert gap[2]["data"] | {"message": ""} == {

@@ -57,7 +57,10 @@ def watch(
     ) as got:
         assert got.status_code == 200, got.read()
         assert got.headers["content-type"].startswith("text/event-stream")
-        for event in parse(got.iter_lines()):
+        events = parse(got.iter_lines())
+        ready = next(events)
+        assert ready[0] == "ready" and ready[1] is None  # where a reconnect starts over
+        for event in events:
             found.append(event)
             if len(found) == count or event[0] == "end":
                 break

@@ -65,7 +65,12 @@ def watch(
                     _refused(core, got)
                 for kind, data in _events(got.iter_lines()):
                     failures = 0
-                    item = _item(core, kind, json.loads(data))
+                    document = json.loads(data)
+                    item = _item(core, kind, document)
+                    if kind == "ready":  # before any event, a reconnect starts here again,
+                        if last is None:  # not at a later head
+                            query = {**query, "from": document["data"]["from"]}
+                        continue
                     if item is None:
                         break
                     last = item.index if isinstance(item, WatchEvent) else item.end - 1
@@ -102,7 +107,7 @@ def _events(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
 
 
 def _item(core: Core, kind: str, document: Any) -> WatchEvent | WatchGap | None:
-    """The typed event, its receipt checked; None for ``end`` (the stream is over)."""
+    """The typed event, its receipt checked; None for ``ready`` and ``end``."""
     if core.trusted is not None:
         check_answer(document, core.trusted, canonical_request("GET", PATH, None))
     data = document["data"]
@@ -119,7 +124,7 @@ def _item(core: Core, kind: str, document: Any) -> WatchEvent | WatchGap | None:
         )
     if kind == "gap":
         return WatchGap(data["from"], data["to"], data["reason"], data["message"])
-    return None
+    return None  # ready (the stream's start) or end (the stream is over)
 
 
 def events_call(core: Core, from_index: int | None, limit: int, **filters: str) -> Call[Answer]:
