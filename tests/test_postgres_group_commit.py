@@ -2,7 +2,8 @@
 
 Concurrent calls queued behind a busy writer commit as ONE transaction (one ``xmin`` on all
 their rows), with statements that do not grow with the group; a decision that fails inside a
-group costs only itself: the others commit, the ledger and its tree stay whole, no gap.
+group costs only itself: the others commit, the ledger and its tree stay whole, no gap; a node
+whose tree another node moved reads the new frontier with the lock, not node by node.
 """
 
 from __future__ import annotations
@@ -52,8 +53,7 @@ async def group(service: LeaseService, calls: list[LeaseCall]) -> list[Any]:
     busy = threading.Event()
     blocker = service.committer.submit(lambda tx: busy.wait(10))
     tasks = [asyncio.ensure_future(service.lease(call)) for call in calls]
-    await asyncio.sleep(0)  # every call queued behind the blocker
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0)  # one pass of the loop: every call is queued behind the blocker
     busy.set()
     await blocker
     return await asyncio.gather(*tasks, return_exceptions=True)
@@ -133,5 +133,25 @@ def test_a_failing_decision_costs_only_itself(
                 tree.append(leaf_hash(leaf))
             assert size == 7 and service.position().root_hash == b64(tree.root())
             assert rows_by_transaction(postgres_url, 1)[-2:] == [1, 5]  # the five together
+
+    asyncio.run(scenario())
+
+
+def test_a_node_reads_the_frontier_another_node_moved_with_the_lock(postgres_url: str) -> None:
+    async def scenario() -> None:
+        async with running(postgres_url) as (_, one), running(postgres_url) as (storage, two):
+            await one.lease(acquire("warm-one"))
+            await two.lease(acquire("warm-two"))  # each has seen the other append
+            with counted() as seen:
+                for n in range(6):
+                    await (one if n % 2 else two).lease(acquire(f"turn-{n}"))
+            single = [sql for sql in seen if sql.startswith("SELECT hash FROM tree_nodes")]
+            assert single == []  # no node read one by one: the frontier came with the lock
+            tree = CompactRange()
+            for _, leaf in storage.entries(0, storage.tree_size()):
+                tree.append(leaf_hash(leaf))
+            assert tree.size == 8
+            for node in (one, two):
+                assert node.position().root_hash == b64(tree.root())
 
     asyncio.run(scenario())
