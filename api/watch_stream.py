@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from api import logs
 from api.requests import RetryAfter
 from api.schemas import InputError
 from api.settings import Settings
@@ -25,6 +27,7 @@ from ledger.watch_names import NamesRead
 
 Ending = Callable[[str, str], bytes]
 """(reason, message) → the final event's bytes."""
+outage = logs.Repeating(logging.getLogger("tenure"))
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-cache"),
@@ -69,8 +72,10 @@ class WatchHub:
         """One size read per interval for all watches; a growth wakes them all."""
         while True:
             await asyncio.sleep(self._settings.watch_poll_seconds)
-            with contextlib.suppress(Exception):  # an outage: watchers keep waiting
+            try:
                 self.observe(self._storage.tree_size())
+            except Exception as error:  # an outage: watchers keep waiting, the next poll retries
+                outage.warning("the watch poller cannot read the ledger's size", str(error))
 
     def observe(self, size: int) -> None:
         if size > self.size:
