@@ -3,7 +3,7 @@
 
 Each event is a signed answer citing its entry (``id:`` is its log index, so ``Last-Event-ID``
 resumes); gaps are said as ``gap`` events, and a stream ends with an ``end`` event saying why
-(docs/decisions/0034-watch-the-ledger.md).
+(docs/decisions/0038-watch-the-ledger.md).
 """
 
 from __future__ import annotations
