@@ -30,7 +30,15 @@ from api.logs import AccessLog
 from api.mcp_mount import mount_mcp
 from api.metrics import RequestMetrics, metrics_routes, request_done, state_registry
 from api.openapi import install_openapi
-from api.requests import EdgeState, RetryAfter, limit_client, parse_json, read_body, use_orjson
+from api.requests import (
+    EdgeState,
+    RetryAfter,
+    edge_of,
+    limit_client,
+    parse_json,
+    read_body,
+    use_orjson,
+)
 from api.responses import (
     JSON,
     STORAGE_UNAVAILABLE,
@@ -97,7 +105,8 @@ def runtime_config(settings: Settings, clock: Callable[[], int] = now_ms) -> Run
 
 def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI:
     """The HTTP front of DESIGN §3 over a :class:`ledger.runtime.Runtime` opened, started and
-    stopped by the app's lifespan; every route reads what it needs from ``app.state``.
+    stopped by the app's lifespan; every route reads what it needs from one ``EdgeState``
+    (``api/requests.py``).
 
     ``clock`` (ms since the epoch) is the runtime's only clock: lease time, credential dates and
     checkpoint timestamps; in-process tests pass a fixed one.
@@ -112,16 +121,15 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
         core = Core.open(runtime_config(settings, clock))
         core.issuer.accelerate("native-answer" in accel)
         await core.start()
-        app.state.core, app.state.log, app.state.issuer = core, core.log, core.issuer
         tenancy = Tenancy(core.storage, settings.require_api_key, settings.allow_anonymous)
-        app.state.runtime = EdgeState(core.service, tenancy, RateLimiter(settings.rate_limit))
-        app.state.metrics = state_registry(core, clock)
+        limiter = RateLimiter(settings.rate_limit)
+        app.state.edge = edge = EdgeState(core, tenancy, limiter, state_registry(core, clock))
         if "gc-tuning" in accel:
             tune_gc()
         access_log.install()
         hangup = _on_sighup(core)
         try:
-            async with mcp_sessions(), pushing(app, settings.witnesses):
+            async with mcp_sessions(), pushing(edge, settings.witnesses):
                 yield
         finally:
             hangup()
@@ -267,7 +275,7 @@ def _routes(app: FastAPI, settings: Settings) -> None:
         suite_of(request)
         limit_client(request)
         document = parse_json(await read_body(request, settings.verify_body_max_bytes))
-        log: LogReader = request.app.state.log
+        log = edge_of(request).log
         trusted = keyring_periods(log.keys())  # a retired key vouches for nothing after
         report = await verifier.verify(document, trusted, _entry_named_by(log, document))
         return respond(request, report.as_data(), 200)
@@ -276,7 +284,7 @@ def _routes(app: FastAPI, settings: Settings) -> None:
     @app.get("/healthz")
     async def healthz(request: Request) -> Response:
         """Liveness, storage and background-task health."""
-        core: Core = request.app.state.core
+        core = edge_of(request).core
         try:
             ledger = core.service.position().as_data()
         except StorageError:  # the database went away: unhealthy whatever the last commit did
@@ -287,7 +295,7 @@ def _routes(app: FastAPI, settings: Settings) -> None:
     @app.get("/readyz")
     async def readyz(request: Request) -> Response:
         """Readiness: storage writable, signing keys loaded, ledger head readable."""
-        core: Core = request.app.state.core
+        core = edge_of(request).core
         checks = await core.readiness()
         ok = all(value == "ok" for value in checks.values())
         data = {"status": "pass" if ok else "fail", "checks": checks}

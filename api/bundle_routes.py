@@ -7,15 +7,15 @@ from typing import Annotated
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import Response
 
-from api.log_routes import LIMITED, core_of
-from api.requests import parse_json, read_body
+from api.log_routes import LIMITED
+from api.requests import edge_of, parse_json, read_body
 from api.responses import raw, suite_of
 from api.schemas import InputError
 from api.settings import Settings
 from api.witness_push import served_checkpoint
 from ledger.bundle import NotAReceipt, build_bundle, saved_receipt
 from ledger.entries import iso
-from ledger.provenance import Issuer, canonical_request
+from ledger.provenance import canonical_request
 from verify.dataintegrity import JCS_SUITE
 
 TreeSize = Annotated[int | None, Query(alias="treeSize", ge=1)]
@@ -29,10 +29,10 @@ def bundle_routes(app: FastAPI, settings: Settings) -> None:
         """An offline receipt bundle for entry `index`; `treeSize` picks an earlier checkpoint."""
         suite = suite_of(request)
         latest = await served_checkpoint(request)
-        issuer: Issuer = request.app.state.issuer
+        issuer = edge_of(request).issuer
         canonical = canonical_request(request.method, request.url.path, None)
-        at = iso(core_of(request).signing_clock())
-        log = request.app.state.log
+        at = iso(edge_of(request).core.signing_clock())
+        log = edge_of(request).log
         return raw(build_bundle(log, issuer, index, latest, tree_size, canonical, at, suite))
 
     @app.post("/api/v1/log/bundle", dependencies=LIMITED)
@@ -44,5 +44,6 @@ def bundle_routes(app: FastAPI, settings: Settings) -> None:
         except NotAReceipt as error:
             raise InputError("invalid_value", str(error), error.field) from error
         latest = await served_checkpoint(request)
-        log, issuer = request.app.state.log, request.app.state.issuer
+        edge = edge_of(request)
+        log, issuer = edge.log, edge.issuer
         return raw(build_bundle(log, issuer, index, latest, tree_size, b"", "", JCS_SUITE, receipt))

@@ -15,12 +15,12 @@ from api.names import RULE, high_entropy
 from api.requests import (
     EdgeState,
     caller_tenant,
+    edge_of,
     header,
     limit_client,
     parse,
     parse_body,
     read_body,
-    runtime_of,
 )
 from api.responses import respond, suite_of
 from api.schemas import OPS, InputError, LeaseBody, NamespaceBody
@@ -79,7 +79,7 @@ async def _lease(request: Request, settings: Settings, path_op: str | None) -> R
         limit = settings.body_max_bytes
     suite = suite_of(request)  # refuse a bad Accept-Provenance before doing anything
     raw_body = await read_body(request, limit)
-    runtime = runtime_of(request)
+    runtime = edge_of(request)
     service = runtime.service
     body, document = parse_body(
         LeaseBody, raw_body, {"ttlSeconds": (1, service.limits.ttl_max_seconds)}

@@ -18,7 +18,7 @@ from fastapi.responses import Response
 
 from api.names import RULE, high_entropy
 from api.refusals import NAME_LENGTH, InputError, length_rule, range_rule
-from api.requests import caller_tenant, runtime_of
+from api.requests import caller_tenant, edge_of
 from api.responses import respond, suite_of
 from api.tenancy import ANONYMOUS
 from ledger import listing
@@ -97,7 +97,7 @@ def list_routes(app: FastAPI) -> None:
         after = b"" if cursor is None else decode_cursor(cursor)
         asked = {"prefix": prefix, "scope": scope, "holder": holder}
         filters = _filters(tenant, asked)
-        service = runtime_of(request).service
+        service = edge_of(request).service
         found = listing.page(service.storage, tenant, filters, service.clock(), size, after)
         data: dict[str, Any] = {"status": "pass", "leases": found.items, "count": len(found.items)}
         data["next"] = encode_cursor(found.next)

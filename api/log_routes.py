@@ -8,12 +8,11 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import Response
 
 from api.refusals import MAX_SAFE_INTEGER
-from api.requests import limit_client
+from api.requests import edge_of, limit_client
 from api.responses import raw
 from api.schemas import InputError
 from api.witness_push import served_checkpoint
 from ledger.log import LogReader, OutOfRange
-from ledger.runtime import Runtime
 from verify.jsonld import bundled_contexts
 from verify.receipt import CONTEXTS, VC_CONTEXT
 
@@ -25,14 +24,8 @@ LIMITED = [Depends(limit_client)]  # no tenant here: rate-limited per client add
 
 
 def _log(request: Request) -> LogReader:
-    log: LogReader = request.app.state.log
+    log = edge_of(request).log
     return log
-
-
-def core_of(request: Request) -> Runtime:
-    """The runtime (ledger/runtime.py) the app's lifespan started."""
-    core: Runtime = request.app.state.core
-    return core
 
 
 def out_of_range(error: OutOfRange) -> InputError:

@@ -25,7 +25,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from api.client import AsyncClient
-from api.requests import runtime_of
+from api.requests import edge_of
 from api.responses import error_response, unknown_response
 from api.schemas import InputError
 from api.settings import Settings
@@ -149,7 +149,7 @@ class McpEndpoint:
 def _authenticate(request: Request) -> None:
     """Refuse a caller the API would refuse: a bad or unknown key, a malformed namespace, no
     credentials where the server requires them. Rate limits apply to each tool call."""
-    tenancy = runtime_of(request).tenancy
+    tenancy = edge_of(request).tenancy
     headers = request.headers
     tenancy.resolve(headers.get("authorization"), headers.get("tenure-namespace"), None)
 

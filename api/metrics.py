@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.accel.hot_route import ROUTE_KEY
 from api.logs import AccessLog
+from api.requests import edge_of
 from api.tally import Tally
 from ledger.runtime import Runtime
 
@@ -158,12 +159,12 @@ def _process_registry() -> CollectorRegistry:
 
 
 def metrics_routes(app: FastAPI) -> None:
-    """``GET /metrics``; the app's lifespan sets ``app.state.metrics`` (a registry of state)."""
+    """``GET /metrics``; the lifespan's registry of state (``EdgeState.metrics``)."""
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics(request: Request) -> Response:
         """Prometheus text exposition format 0.0.4."""
-        state: CollectorRegistry = request.app.state.metrics
+        state = edge_of(request).metrics
         TALLY.flush()  # what this turn answered before the scrape, too
         body = generate_latest(_process_registry()) + generate_latest(state)
         return Response(body, 200, media_type=CONTENT_TYPE_LATEST)

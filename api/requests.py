@@ -8,7 +8,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
@@ -22,20 +22,45 @@ from ledger.provenance import UNPARSED
 from ledger.service import LeaseService
 from verify import ijson
 
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from api.watch_stream import WatchHub
+    from api.witness_push import Pusher
+    from ledger.log import LogReader
+    from ledger.provenance import Issuer
+    from ledger.runtime import Runtime
+
 
 @dataclass
 class EdgeState:
-    """What the routes share (``app.state.runtime``), over the ledger's ``ledger.runtime.Runtime``;
-    built in the lifespan, so tests get a fresh one per app."""
+    """Everything the routes share, in one typed object (``app.state.edge``): the ledger's
+    runtime and the edge's own parts. Built in the lifespan, so tests get a fresh one per app."""
 
-    service: LeaseService
+    core: Runtime
     tenancy: Tenancy
     limiter: RateLimiter
+    metrics: CollectorRegistry
+    witnesses: Pusher | None = None
+    watch_hub: WatchHub | None = None
+
+    @property
+    def service(self) -> LeaseService:
+        return self.core.service
+
+    @property
+    def log(self) -> LogReader:
+        return self.core.log
+
+    @property
+    def issuer(self) -> Issuer:
+        return self.core.issuer
 
 
-def runtime_of(request: Request) -> EdgeState:
-    runtime: EdgeState = request.app.state.runtime
-    return runtime
+def edge_of(request: Request) -> EdgeState:
+    """The routes' shared state; only the lifespan sets it."""
+    edge: EdgeState = request.app.state.edge
+    return edge
 
 
 CLEANUP = "#cleanup"
@@ -85,7 +110,7 @@ def caller_tenant(
     tenants anyone can enter (the anonymous one, and namespaces, which are free to mint).
     ``cleanup`` calls (renew, release) draw on an allowance of their own; a route
     that holds the ``runtime`` already passes it."""
-    runtime = runtime or runtime_of(request)
+    runtime = runtime or edge_of(request)
     namespace = namespace or header(request, "tenure-namespace")
     tenant = runtime.tenancy.resolve(header(request, "authorization"), namespace, sub)
     suffix = CLEANUP if cleanup else ""
@@ -98,7 +123,7 @@ def caller_tenant(
 def limit_client(request: Request, suffix: str = "") -> None:
     """Rate-limit by client address: for endpoints without a tenant (verify, log, namespaces)."""
     host = request.client.host if request.client is not None else "unknown"
-    _limit(runtime_of(request), "addr/" + host + suffix, "client address")
+    _limit(edge_of(request), "addr/" + host + suffix, "client address")
 
 
 def _limit(runtime: EdgeState, bucket: str, who: str) -> None:

@@ -8,11 +8,11 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import Response
 
-from api.requests import BODY_KEY, header
+from api.requests import BODY_KEY, edge_of, header
 from api.schemas import InputError
 from ledger.calls import now_ms
 from ledger.entries import iso
-from ledger.provenance import UNPARSED, Issuer, canonical_request, dumps
+from ledger.provenance import UNPARSED, canonical_request, dumps
 from verify.dataintegrity import JCS_SUITE, SUITES
 
 JSON = "application/json"
@@ -46,8 +46,8 @@ def request_path(request: Request) -> str:
 def _now(request: Request) -> int:
     """The runtime's signing clock (fixed in tests; a key switch due by then is made first); the
     wall clock before the runtime has started."""
-    core = getattr(request.app.state, "core", None)
-    return now_ms() if core is None else int(core.signing_clock())
+    edge = getattr(request.app.state, "edge", None)
+    return now_ms() if edge is None else int(edge.core.signing_clock())
 
 
 def respond(
@@ -69,7 +69,7 @@ def respond(
     back to what the request says. ``owner_token``, a grant's, is shown to its caller as the
     last member of ``data`` and never hashed into the receipt (DESIGN §5).
     """
-    issuer: Issuer = request.app.state.issuer
+    issuer = edge_of(request).issuer
     if suite is None:
         try:
             suite = suite_of(request)

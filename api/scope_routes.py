@@ -7,7 +7,7 @@ from fastapi.responses import Response
 
 from api.names import RULE, high_entropy
 from api.refusals import NAME_LENGTH, length_rule
-from api.requests import caller_tenant, parse, read_body, runtime_of
+from api.requests import caller_tenant, edge_of, parse, read_body
 from api.responses import respond, suite_of
 from api.schemas import HeartbeatBody, InputError, ScopeBody
 from api.settings import Settings
@@ -51,7 +51,7 @@ def scope_routes(app: FastAPI, settings: Settings) -> None:
     async def scope_packet(request: Request, scope: str) -> Response:
         """The resume packet: the caller's live leases in this scope."""
         tenant = _scope_tenant(request, scope, None)
-        service = runtime_of(request).service
+        service = edge_of(request).service
         held = await service.scope_leases(tenant, scope)
         data = {"status": "pass", "scope": scope, "leases": held, "count": len(held)}
         return respond(request, data | {"ledger": service.position().as_data()}, 200)
@@ -61,7 +61,7 @@ def scope_routes(app: FastAPI, settings: Settings) -> None:
         """Release every lease the caller holds in this scope."""
         body = parse(ScopeBody, await read_body(request, settings.body_max_bytes))
         tenant = _scope_tenant(request, scope, body, cleanup=True)
-        service = runtime_of(request).service
+        service = edge_of(request).service
         released = await service.release_scope(tenant, scope)
         data = {"status": "pass", "outcome": "RELEASED", "scope": scope, "releasedIds": released}
         return respond(request, data | {"ledger": service.position().as_data()}, 200)
@@ -70,7 +70,7 @@ def scope_routes(app: FastAPI, settings: Settings) -> None:
     async def scope_heartbeat(request: Request, scope: str) -> Response:
         """Heartbeat the scope's dead-man switch (`deadSeconds` arms it, 0 disarms it); with
         `renew`, also renew every live lease of the scope."""
-        service = runtime_of(request).service
+        service = edge_of(request).service
         ttl_range = {"ttlSeconds": (1, service.limits.ttl_max_seconds)}
         body = parse(HeartbeatBody, await read_body(request, settings.body_max_bytes), ttl_range)
         if body.dead_seconds is None:

@@ -16,10 +16,11 @@ from typing import Annotated
 from fastapi import FastAPI, Path, Request
 from fastapi.responses import Response
 
-from api.log_routes import LIMITED, core_of, out_of_range
+from api.log_routes import LIMITED, out_of_range
 from api.refusals import MAX_SAFE_INTEGER, InputError
+from api.requests import edge_of
 from api.witness_push import served_checkpoint
-from ledger.log import LogReader, OutOfRange
+from ledger.log import OutOfRange
 from ledger.tiles import BadTilePath, NoSuchTile, parse_tile_path
 from verify.tlog_proof import format_proof
 
@@ -47,7 +48,7 @@ def tile_routes(app: FastAPI) -> None:
             wanted = parse_tile_path(path)
         except BadTilePath as error:
             raise InputError("invalid_tile_path", str(error), "path", status=400) from error
-        log: LogReader = request.app.state.log
+        log = edge_of(request).log
         try:
             data = log.tile(wanted)
         except NoSuchTile as error:
@@ -59,8 +60,8 @@ def tile_routes(app: FastAPI) -> None:
     async def tlog_proof(request: Request, index: Index) -> Response:
         """Entry `index` as a C2SP tlog-proof: the entry in `extra`, its audit path and the
         latest signed checkpoint."""
-        signed = await core_of(request).checkpoint_covering()
-        log: LogReader = request.app.state.log
+        signed = await edge_of(request).core.checkpoint_covering()
+        log = edge_of(request).log
         try:
             proof = log.inclusion(index, signed.tree_size)
         except OutOfRange as error:

@@ -16,7 +16,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.responses import Response
 
 from api.refusals import MAX_SAFE_INTEGER, NAME_LENGTH
-from api.requests import caller_tenant, header
+from api.requests import caller_tenant, edge_of, header
 from api.responses import request_path, respond, suite_of
 from api.schemas import InputError
 from api.settings import Settings
@@ -27,7 +27,6 @@ from ledger.entries import Pseudonyms, iso, pseudonyms_of
 from ledger.keyring import load_or_create_names_key
 from ledger.names import NameCodec
 from ledger.provenance import canonical_request
-from ledger.runtime import Runtime
 from ledger.watch import Filters, Gap, Selector, in_order, start_of
 from ledger.watch_names import TenantNames
 
@@ -46,7 +45,7 @@ class Watch:
     """One watch's reading and signing: its tenant, filters, names and request."""
 
     def __init__(self, request: Request, hub: WatchHub, tenant: str, filters: Filters) -> None:
-        core: Runtime = request.app.state.core
+        core = edge_of(request).core
         self.core, self.hub = core, hub
         names = Pseudonyms.derive(core.service.master_secret, tenant)
         self._names = TenantNames(tenant, names, hub.names_read)
@@ -170,14 +169,13 @@ def _resume(request: Request, start: int | None, hub: WatchHub) -> int:
 
 def watch_routes(app: FastAPI, settings: Settings) -> None:
     def hub_of(request: Request) -> WatchHub:
-        state = request.app.state
-        hub: WatchHub | None = getattr(state, "watch_hub", None)
-        if hub is None:
-            core: Runtime = state.core
+        edge = edge_of(request)
+        if edge.watch_hub is None:
+            core = edge.core
             codec = NameCodec(load_or_create_names_key(core.config.keys_dir))
             read = open_tenant_names(core.config.database or core.config.data_dir, codec)
-            hub = state.watch_hub = WatchHub(core.storage, settings, read)
-        return hub
+            edge.watch_hub = WatchHub(core.storage, settings, read)
+        return edge.watch_hub
 
     @app.get("/api/v1/watch", include_in_schema=False)  # a stream: docs/api.md describes it
     async def watch(
@@ -212,7 +210,7 @@ def watch_routes(app: FastAPI, settings: Settings) -> None:
         """The tenant's lease events from a log index on, one signed page (`next` continues)."""
         tenant, filters = _tenant(request), _filters(prefix, scope, holder)
         hub = hub_of(request)
-        size = request.app.state.core.storage.tree_size()
+        size = edge_of(request).core.storage.tree_size()
         hub.observe(size)
         begin = size if start is None else start
         return respond(request, page(Watch(request, hub, tenant, filters), begin, limit, size), 200)

@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from verify.cosignature import verify_cosignature
 from verify.errors import MalformedInput, VerificationError
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import httpx
     from fastapi import Request
 
+    from api.requests import EdgeState
     from ledger.log import LogReader, SignedCheckpoint
 
 TIMEOUT, RETRY = 5.0, 10.0
@@ -151,22 +152,23 @@ def _warn(target: Target, message: str) -> None:
 
 async def served_checkpoint(request: Request) -> SignedCheckpoint:
     """The latest checkpoint, with its witnesses' cosignatures when the server has witnesses."""
-    from api.log_routes import core_of
+    from api.requests import edge_of
 
-    signed = await core_of(request).checkpoint_covering()
-    pusher: Pusher | None = getattr(request.app.state, "witnesses", None)
-    return signed if pusher is None else await pusher.witnessed(signed, request.app.state.log)
+    edge = edge_of(request)
+    signed = await edge.core.checkpoint_covering()
+    pusher = edge.witnesses
+    return signed if pusher is None else await pusher.witnessed(signed, edge.log)
 
 
 @asynccontextmanager
-async def pushing(app: Any, witnesses: Sequence[str]) -> AsyncIterator[None]:
-    """``app.state.witnesses`` while the app runs: a :class:`Pusher`, or None with no witness."""
+async def pushing(edge: EdgeState, witnesses: Sequence[str]) -> AsyncIterator[None]:
+    """``edge.witnesses`` while the app runs: a :class:`Pusher`, or None with no witness."""
     if not witnesses:
-        app.state.witnesses = None
+        edge.witnesses = None
         yield
         return
     import httpx
 
     async with httpx.AsyncClient(timeout=TIMEOUT) as client:
-        app.state.witnesses = Pusher([parse_target(w) for w in witnesses], client)
+        edge.witnesses = Pusher([parse_target(w) for w in witnesses], client)
         yield

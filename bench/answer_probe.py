@@ -60,7 +60,7 @@ def hook_workers() -> None:
             return response
         envelope = first[0]
         message = hashlib.sha256(envelope[:300]).digest() + hashlib.sha256(envelope).digest()
-        signature = request.app.state.issuer.signer.sign_bytes(message)
+        signature = request.app.state.edge.issuer.signer.sign_bytes(message)
         for part in (body, envelope[:600], envelope[:500]):
             hashlib.sha256(part).digest()
         if conservative:

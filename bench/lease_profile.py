@@ -105,7 +105,7 @@ def api_key(app: Any) -> None:
     """Record an API key for tenant ``bench`` and send it with every call."""
     key = mint(API_KEY_PREFIX)
     record = ApiKeyRecord(secret_digest(key), "bench", "bench", int(time.time() * 1000))
-    app.state.core.storage.add_api_key(record)
+    app.state.edge.core.storage.add_api_key(record)
     AUTHORIZATION[:] = [(b"authorization", b"Bearer " + key.encode())]
 
 

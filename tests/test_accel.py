@@ -66,7 +66,7 @@ def _issuer_and_gc(root: Path, accel: str) -> tuple[bool, tuple[int, int, int]]:
     with TestClient(app):
         data = {"status": "pass", "ledger": {"treeSize": 1, "rootHash": "r"}}
         now = "2027-01-15T08:00:00.000Z"
-        made = app.state.issuer.native_answer(data, b"{}", None, None, now, JCS_SUITE)
+        made = app.state.edge.issuer.native_answer(data, b"{}", None, None, now, JCS_SUITE)
         return made is not None, gc.get_threshold()
 
 

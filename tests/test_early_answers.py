@@ -180,7 +180,7 @@ def test_the_route_signs_during_the_commit_and_sends_only_after_it(
     settings = Settings(data_dir=tmp_path / "data", keys_dir=tmp_path / "keys", sweep_interval=60)
     app = create_app(settings, lambda: T0)
     with TestClient(app, raise_server_exceptions=False) as client:
-        service = app.state.runtime.service
+        service = app.state.edge.service
         storage = service.storage
         signed_and_waiting = _spy_signing(monkeypatch, service)
         held = HeldCommit(storage, monkeypatch)

@@ -101,7 +101,7 @@ def test_an_unhandled_error_is_answered_and_signed_the_same(
     clients: tuple[TestClient, TestClient], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for client in clients:
-        service = client.app.state.runtime.service  # type: ignore[attr-defined]
+        service = client.app.state.edge.service  # type: ignore[attr-defined]
 
         async def broken(call: Any) -> Any:
             raise RuntimeError("boom")
@@ -196,7 +196,7 @@ def test_a_crash_is_raised_counted_and_logged_as_the_middleware_did(
             raise RuntimeError("boom")
 
         for name in ("lease", "lease_early"):
-            monkeypatch.setattr(app.state.runtime.service, name, broken)
+            monkeypatch.setattr(app.state.edge.service, name, broken)
         before = server_errors(client, route, "500")
         body = json.dumps({"resource": rid(), "holder": "a"}).encode()
         answer = client.post("/api/v1/lease/acquire", content=body)
@@ -205,6 +205,6 @@ def test_a_crash_is_raised_counted_and_logged_as_the_middleware_did(
     assert ("/api/v1/lease/acquire", 500) in lines
     with TestClient(app, raise_server_exceptions=True) as client:
         for name in ("lease", "lease_early"):
-            monkeypatch.setattr(app.state.runtime.service, name, broken)
+            monkeypatch.setattr(app.state.edge.service, name, broken)
         with pytest.raises(RuntimeError, match="boom"):
             client.post("/api/v1/lease/acquire", content=body)

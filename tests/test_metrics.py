@@ -112,7 +112,7 @@ def test_readyz_fails_when_another_key_took_over(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "data", keys_dir=tmp_path / "keys")
     with TestClient(create_app(settings)) as client:
         assert client.get("/readyz").status_code == 200
-        storage = client.app.state.core.storage  # type: ignore[attr-defined]
+        storage = client.app.state.edge.core.storage  # type: ignore[attr-defined]
         storage.record_key_use(KeyRecord("did:key:zOther", b"\0" * 32, "zOther", 2**40, None))
         answer = client.get("/readyz")
     assert answer.status_code == 503
