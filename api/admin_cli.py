@@ -103,7 +103,7 @@ def keys_main(args: argparse.Namespace) -> int:
     """``tenure keys show|rotate`` on an existing key folder: exit 2 if a key file is unusable,
     1 if the new key cannot be written (then no new key file is left behind)."""
     from ledger.files import WriteFailed
-    from ledger.keyring import KeyFileError, create_signing_key, load_signing_keys
+    from ledger.keys.keyring import KeyFileError, create_signing_key, load_signing_keys
 
     try:
         keys = load_signing_keys(args.keys) if args.keys.is_dir() else []
@@ -136,9 +136,9 @@ def export_main(args: argparse.Namespace) -> int:
     appears whole or not at all (exit 1 naming it)."""
     from ledger.backends import open_for_reading
     from ledger.files import WriteFailed
-    from ledger.keyring import KeyFileError
+    from ledger.keys.keyring import KeyFileError
+    from ledger.log.tile_export import FolderConflict
     from ledger.storage import StorageError
-    from ledger.tile_export import FolderConflict
 
     if args.out is None and args.tiles is None:
         return refuse("tenure export needs --out FILE, --tiles DIR or both")
@@ -169,9 +169,9 @@ def export_main(args: argparse.Namespace) -> int:
 
 def _export(storage: Any, args: argparse.Namespace) -> int:
     """Write the export file, signed to its end with the folder's key where it has the log's."""
-    from ledger.export import export_ledger
     from ledger.files import writing_text
-    from ledger.storage import HOST_NAME_VARIABLE
+    from ledger.location import HOST_NAME_VARIABLE
+    from ledger.log.export import export_ledger
 
     key = _log_key(storage, args.keys)
     if key is None:
@@ -191,9 +191,9 @@ def _export(storage: Any, args: argparse.Namespace) -> int:
 
 
 def _export_tiles(storage: Any, args: argparse.Namespace) -> int:
-    """The log as static tlog-tiles files in ``--tiles`` (ledger/tile_export.py)."""
-    from ledger.storage import HOST_NAME_VARIABLE
-    from ledger.tile_export import export_tiles
+    """The log as static tlog-tiles files in ``--tiles`` (ledger/log/tile_export.py)."""
+    from ledger.location import HOST_NAME_VARIABLE
+    from ledger.log.tile_export import export_tiles
 
     host = os.environ.get(HOST_NAME_VARIABLE)
     return export_tiles(storage, args.tiles, _log_key(storage, args.keys), host)
@@ -202,7 +202,7 @@ def _export_tiles(storage: Any, args: argparse.Namespace) -> int:
 def _log_key(storage: Any, keys_dir: Path) -> Any:
     """The folder's key the log signs with now (its recorded key with no validUntil), or None.
     The export signs its final checkpoint with it."""
-    from ledger.keyring import load_signing_keys
+    from ledger.keys.keyring import load_signing_keys
 
     keys = load_signing_keys(keys_dir) if keys_dir.is_dir() else []
     active = {key.did for key in storage.signing_keys() if key.valid_until is None}

@@ -86,7 +86,7 @@ def key_id(digest: bytes) -> str:
 
 
 def _list(storage: Any) -> int:
-    from ledger.entries import iso
+    from ledger.log.text import iso
 
     for record in storage.api_keys():
         print(f"{record.name}\t{iso(record.created_at)}\t{key_id(record.digest)}")
@@ -95,8 +95,8 @@ def _list(storage: Any) -> int:
 
 def _create(storage: Any, name: str, rotating: bool) -> int:
     """``create``, or ``rotate``: the same, for a name that must have a key already."""
+    from ledger.lease.tokens import API_KEY_PREFIX, mint, secret_digest
     from ledger.storage import ApiKeyRecord
-    from ledger.tokens import API_KEY_PREFIX, mint, secret_digest
 
     old = [record for record in storage.api_keys() if record.name == name]
     if rotating and not old:

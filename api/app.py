@@ -56,9 +56,9 @@ from api.tile_routes import tile_routes
 from api.verifying import BoundedVerifier
 from api.watch_routes import watch_routes
 from api.witness_push import pushing
-from ledger.calls import Limits, StorageUnavailable, now_ms
-from ledger.log import LogReader
-from ledger.provenance import dumps
+from ledger.lease.calls import Limits, StorageUnavailable, now_ms
+from ledger.lease.provenance import dumps
+from ledger.log.view import LogReader
 from ledger.runtime import Runtime as Core
 from ledger.runtime import RuntimeConfig
 from ledger.storage import StorageError

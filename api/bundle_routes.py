@@ -13,9 +13,9 @@ from api.responses import raw, suite_of
 from api.schemas import InputError
 from api.settings import Settings
 from api.witness_push import served_checkpoint
-from ledger.bundle import NotAReceipt, build_bundle, saved_receipt
-from ledger.entries import iso
-from ledger.provenance import canonical_request
+from ledger.lease.bundle import NotAReceipt, build_bundle, saved_receipt
+from ledger.lease.provenance import canonical_request
+from ledger.log.text import iso
 from verify.dataintegrity import JCS_SUITE
 
 TreeSize = Annotated[int | None, Query(alias="treeSize", ge=1)]

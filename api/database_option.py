@@ -24,7 +24,7 @@ def add_database_option(command: argparse.ArgumentParser) -> None:
 
 def _database_url(value: str) -> str:
     """argparse type: a PostgreSQL URL, or a usage error naming the rule."""
-    from ledger.storage import is_database_url
+    from ledger.location import is_database_url
 
     if not is_database_url(value):
         raise argparse.ArgumentTypeError("must be a postgresql:// URL")
@@ -41,6 +41,6 @@ def ledger_name(args: argparse.Namespace) -> str:
     """The ledger's location as messages may show it (a URL without its password)."""
     if args.database is None:
         return str(args.data)
-    from ledger.storage import redact
+    from ledger.location import redact
 
     return redact(args.database)

@@ -26,9 +26,9 @@ from api.responses import respond, suite_of
 from api.schemas import OPS, InputError, LeaseBody, NamespaceBody
 from api.settings import Settings
 from api.tenancy import ANONYMOUS, mint_namespace
-from ledger.calls import Answer, KeyRevoked, LeaseCall, Limits, StorageUnavailable
-from ledger.leases import Outcome
-from ledger.ops import CallRefused, Op, check_call, may_wait
+from ledger.lease.calls import Answer, KeyRevoked, LeaseCall, Limits, StorageUnavailable
+from ledger.lease.leases import Outcome
+from ledger.lease.ops import CallRefused, Op, check_call, may_wait
 
 DISCONNECT_POLL_SECONDS = 0.25
 CONFLICTS = frozenset(
@@ -44,7 +44,8 @@ def status_of(answer: Answer) -> int:
 
 
 def _call(body: LeaseBody, op: str, tenant: str, limits: Limits) -> LeaseCall:
-    """Build the call and check the per-op rules (ledger/ops.py) and the anonymous tenant's."""
+    """Build the call and check the per-op rules (ledger/lease/ops.py) and the anonymous
+    tenant's."""
     call = LeaseCall(
         op=op,
         tenant=tenant,

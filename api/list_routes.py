@@ -1,6 +1,6 @@
 """``GET /api/v1/leases``: the caller's live leases, a page at a time (docs/api.md, "List").
 
-Thin over ``ledger/listing.py``: the query is checked here, every fault a 400 naming its
+Thin over ``ledger/lease/listing.py``: the query is checked here, every fault a 400 naming its
 parameter; the page's ``next`` travels as an opaque cursor (base64url of the position the
 listing returned). In the anonymous tenant, where a name is a capability, a listing needs an
 unguessable ``prefix`` or ``scope``: it never shows one caller's names to another
@@ -21,7 +21,7 @@ from api.refusals import NAME_LENGTH, InputError, length_rule, range_rule
 from api.requests import caller_tenant, edge_of
 from api.responses import respond, suite_of
 from api.tenancy import ANONYMOUS
-from ledger import listing
+from ledger.lease import listing
 from verify.defaults import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 
 LEASES_PATH = "/api/v1/leases"

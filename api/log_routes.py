@@ -12,7 +12,7 @@ from api.requests import edge_of, limit_client
 from api.responses import raw
 from api.schemas import InputError
 from api.witness_push import served_checkpoint
-from ledger.log import LogReader, OutOfRange
+from ledger.log.view import LogReader, OutOfRange
 from verify.jsonld import bundled_contexts
 from verify.receipt import CONTEXTS, VC_CONTEXT
 

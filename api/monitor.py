@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             state, how = load_state(args, log)
             witness = None
             if args.cosign_key is not None:
-                from api.witness import Witness  # ledger.keyring: not on the audit's path
+                from api.witness import Witness  # ledger.keys.keyring: not on the audit's path
 
                 witness = Witness.open(args.cosign_key, args.cosign_name, _cosign_dir(args))
         except (OSError, ValueError, MalformedInput) as e:

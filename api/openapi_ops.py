@@ -1,6 +1,6 @@
 """The per-op request bodies of the OpenAPI document and the documents one may ask to verify.
 
-``ledger.ops.check_call``'s per-op rules are JSON Schema too: renew, release and complete
+``ledger.lease.ops.check_call``'s per-op rules are JSON Schema too: renew, release and complete
 need an ``ownerToken``; only acquire and wait take a
 ``waitSeconds`` (null is "not given"), and only complete a ``result`` (required there, refused
 anywhere else, null included). So each op gets its own body, and ``/api/v1/lease/{op}`` is
@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ledger.ops import ACQUIRING, OWNED, Op
+from ledger.lease.ops import ACQUIRING, OWNED, Op
 
 NAMESPACE_PATTERN = "^ns_[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$"
 """What ``POST /api/v1/namespaces`` mints: 256 bits in 43 base64url characters, the last

@@ -7,8 +7,8 @@ from typing import Any
 
 from api.openapi_ops import DOCUMENTS, op_body, with_name_rules
 from api.schemas import HeartbeatBody, LeaseBody, NamespaceBody, ScopeBody
-from ledger.leases import Outcome
-from ledger.ops import Op
+from ledger.lease.leases import Outcome
+from ledger.lease.ops import Op
 from verify.dataintegrity import SUITES
 from verify.defaults import DEAD_CEILING_SECONDS
 

@@ -18,8 +18,8 @@ from api.accel import fastjson
 from api.refusals import InputError, Ranges, not_json
 from api.schemas import input_error
 from api.tenancy import RateLimiter, Tenancy
-from ledger.provenance import UNPARSED
-from ledger.service import LeaseService
+from ledger.lease.provenance import UNPARSED
+from ledger.writer.service import LeaseService
 from verify import ijson
 
 if TYPE_CHECKING:
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
     from api.watch_stream import WatchHub
     from api.witness_push import Pusher
-    from ledger.log import LogReader
-    from ledger.provenance import Issuer
+    from ledger.lease.provenance import Issuer
+    from ledger.log.view import LogReader
     from ledger.runtime import Runtime
 
 
@@ -222,7 +222,7 @@ def parse(model: type[M], body: bytes, ranges: Ranges | None = None) -> M:
 
 
 class Parsed(NamedTuple, Generic[M]):
-    """A body as its model, and as ``json.loads`` read it (``ledger.provenance.UNPARSED`` if
+    """A body as its model, and as ``json.loads`` read it (``ledger.lease.provenance.UNPARSED`` if
     it was not read: no string in it, or not JSON) for the receipt's canonical request."""
 
     model: M

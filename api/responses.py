@@ -10,9 +10,9 @@ from fastapi.responses import Response
 
 from api.requests import BODY_KEY, edge_of, header
 from api.schemas import InputError
-from ledger.calls import now_ms
-from ledger.entries import iso
-from ledger.provenance import UNPARSED, canonical_request, dumps
+from ledger.lease.calls import now_ms
+from ledger.lease.provenance import UNPARSED, canonical_request, dumps
+from ledger.log.text import iso
 from verify.dataintegrity import JCS_SUITE, SUITES
 
 JSON = "application/json"

@@ -23,8 +23,8 @@ from verify.defaults import DEFAULT_LIFECYCLE_SECONDS
 EXIT_USAGE = 2
 ANONYMOUS = "anon"  # api.tenancy.ANONYMOUS, without importing FastAPI's side
 if TYPE_CHECKING:
-    from ledger.revoking import Revoked
     from ledger.storage import Storage
+    from ledger.writer.revoking import Revoked
 
 _NAMESPACE_DIGEST = re.compile(r"[0-9a-f]{32}")
 
@@ -132,8 +132,8 @@ def _refuse(message: str) -> int:
 
 def _revoke(args: argparse.Namespace) -> int:
     from ledger.backends import open_storage, storage_exists
-    from ledger.keyring import NAMES_KEY, PSEUDONYM_SECRET, load_or_create_names_key
-    from ledger.names import NameCodec
+    from ledger.keys.keyring import NAMES_KEY, PSEUDONYM_SECRET, load_or_create_names_key
+    from ledger.keys.names import NameCodec
     from ledger.storage import StorageError
 
     location = ledger_location(args)
@@ -168,9 +168,9 @@ def _tenant(storage: Storage, args: argparse.Namespace) -> str:
 
 
 def _decide(storage: Storage, secret: bytes, tenant: str, args: argparse.Namespace) -> int:
-    from ledger.calls import Limits, now_ms
-    from ledger.revoking import RevokeOrder, run_revoke
+    from ledger.lease.calls import Limits, now_ms
     from ledger.storage import StorageError
+    from ledger.writer.revoking import RevokeOrder, run_revoke
 
     order = RevokeOrder(
         tenant, args.resource, args.by, args.reason, args.holder, args.fencing_token
@@ -198,7 +198,7 @@ def _cluster(args: argparse.Namespace, secret: bytes) -> Any:
     """The ledger's membership (a SQLite folder's or the PostgreSQL nodes'), to wake at once
     the waiter of another process that the revoke granted."""
     from ledger.backends import open_membership
-    from ledger.keyring import keys_fingerprint
+    from ledger.keys.keyring import keys_fingerprint
 
     return open_membership(ledger_location(args), keys_fingerprint(secret))
 

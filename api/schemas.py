@@ -19,12 +19,13 @@ from pydantic import (
 )
 
 from api.refusals import MAX_SAFE_INTEGER, InputError, Ranges, refusal_of
-from ledger.ops import Op
+from ledger.lease.ops import Op
 from verify.defaults import DEAD_CEILING_SECONDS, TTL_CEILING_SECONDS
 
 OPS = tuple(Op)
 OpName = Literal["acquire", "renew", "release", "get", "wait", "complete"]
-"""The values of :class:`ledger.ops.Op`, spelled out for the schema (tests/test_ops.py checks)."""
+"""The values of :class:`ledger.lease.ops.Op`, spelled out for the schema (tests/test_ops.py
+checks)."""
 
 
 def _alias(*names: str) -> Any:

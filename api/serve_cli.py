@@ -139,8 +139,13 @@ def _storage_problem(args: argparse.Namespace, keys: Path) -> str | None:
     """Why the ledger or the keys cannot be written, said before the server starts (a read-only
     folder is an operator's mistake, not a traceback)."""
     from ledger.backends import open_membership, open_storage
-    from ledger.calls import now_ms
-    from ledger.keyring import KeyFileError, keys_fingerprint, load_or_create_secret, signing_keys
+    from ledger.keys.keyring import (
+        KeyFileError,
+        keys_fingerprint,
+        load_or_create_secret,
+        signing_keys,
+    )
+    from ledger.lease.calls import now_ms
     from ledger.rotation import refuse_retired
     from ledger.storage import StorageError
 
@@ -184,8 +189,8 @@ def _names_problem(args: argparse.Namespace, keys: Path) -> str | None:
     names are sealed here (docs/decisions/0010), and another key than the one that sealed
     them is refused."""
     from ledger.backends import open_storage
-    from ledger.keyring import KeyFileError, load_or_create_names_key
-    from ledger.names import NameCodec
+    from ledger.keys.keyring import KeyFileError, load_or_create_names_key
+    from ledger.keys.names import NameCodec
     from ledger.storage import StorageError
 
     try:

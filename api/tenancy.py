@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from api.names import minted_namespace
 from api.schemas import InputError
+from ledger.lease.tokens import API_KEY_PREFIX, NAMESPACE_PREFIX, mint, secret_digest
 from ledger.storage import ApiKeyRecord, Storage
-from ledger.tokens import API_KEY_PREFIX, NAMESPACE_PREFIX, mint, secret_digest
 
 ANONYMOUS = "anon"
 

@@ -3,7 +3,7 @@ tiles any tile client (Go's sumdb/tlog, Tessera's) reads without knowing tenure'
 
 A full tile never changes (the tree is append-only), so it is cached for a year as
 ``immutable``; a partial tile and the checkpoint are replaced as the tree grows, so caches keep
-them only briefly. Paths are parsed by ``ledger.tiles``: a malformed one is a 400, a tile the
+them only briefly. Paths are parsed by ``ledger.log.tiles``: a malformed one is a 400, a tile the
 tree has not grown to a 404, both in tenure's error shape. The spec, not /openapi.json, describes
 these routes (their answers are not JSON), so they stay out of the document.
 """
@@ -20,8 +20,8 @@ from api.log_routes import LIMITED, out_of_range
 from api.refusals import MAX_SAFE_INTEGER, InputError
 from api.requests import edge_of
 from api.witness_push import served_checkpoint
-from ledger.log import OutOfRange
-from ledger.tiles import BadTilePath, NoSuchTile, parse_tile_path
+from ledger.log.tiles import BadTilePath, NoSuchTile, parse_tile_path
+from ledger.log.view import OutOfRange
 from verify.tlog_proof import format_proof
 
 Index = Annotated[int, Path(ge=0, le=MAX_SAFE_INTEGER)]

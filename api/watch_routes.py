@@ -23,12 +23,13 @@ from api.settings import Settings
 from api.tenancy import ANONYMOUS
 from api.watch_stream import EventStream, WatchHub
 from ledger.backends import open_tenant_names
-from ledger.entries import Pseudonyms, iso, pseudonyms_of
-from ledger.keyring import load_or_create_names_key
-from ledger.names import NameCodec
-from ledger.provenance import canonical_request
-from ledger.watch import Filters, Gap, Selector, in_order, start_of
-from ledger.watch_names import TenantNames
+from ledger.keys.keyring import load_or_create_names_key
+from ledger.keys.names import NameCodec
+from ledger.lease.entries import Pseudonyms, pseudonyms_of
+from ledger.lease.provenance import canonical_request
+from ledger.lease.watch import Filters, Gap, Selector, in_order, start_of
+from ledger.lease.watch_names import TenantNames
+from ledger.log.text import iso
 
 Index = Annotated[int | None, Query(alias="from", ge=0, le=MAX_SAFE_INTEGER)]
 Prefix = Annotated[str | None, Query(max_length=256)]  # a resource name's length

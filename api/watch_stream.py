@@ -22,8 +22,8 @@ from api import logs
 from api.requests import RetryAfter
 from api.schemas import InputError
 from api.settings import Settings
+from ledger.lease.watch_names import NamesRead
 from ledger.storage import Storage
-from ledger.watch_names import NamesRead
 
 Ending = Callable[[str, str], bytes]
 """(reason, message) → the final event's bytes."""

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from api.files import atomic_write
-from ledger.keyring import write_private
+from ledger.keys.keyring import write_private
 from verify.cosignature import cosign, cosignature_vkey
 from verify.errors import MalformedInput, ProofError
 from verify.monitor import Finding, Seen, Violation, seen_of

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from fastapi import Request
 
     from api.requests import EdgeState
-    from ledger.log import LogReader, SignedCheckpoint
+    from ledger.log.view import LogReader, SignedCheckpoint
 
 TIMEOUT, RETRY = 5.0, 10.0
 SIZE_TYPE = "text/x.tlog.size"

@@ -33,7 +33,7 @@ def hook_workers() -> None:
     ``api.responses.respond`` before the routes import it — or, for ``--python``, turn the
     native answer path off before the issuer is made."""
     if os.environ.get(MODE_ENV) == "python":
-        from ledger import provenance
+        from ledger.lease import provenance
 
         provenance.HAVE_NATIVE = False
         return

@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.checkpoint import checkpoint_body, sign_note
-from ledger.entries import iso
-from ledger.merkle import CompactRange
+from ledger.log.checkpoint import checkpoint_body, sign_note
+from ledger.log.merkle import CompactRange
+from ledger.log.text import iso
 from verify.audit import audit, parse_lines
 from verify.jcs import canonicalize
 from verify.multikey import did_key, public_key_multibase

@@ -13,15 +13,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall
-from ledger.service import LeaseService
+from ledger.lease.calls import LeaseCall
+from ledger.writer.service import LeaseService
 from tests.names_key import NAMES
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 SKIP = (
     "ledger/sqlite/",
     "ledger/postgres/",
-    "ledger/committer.py",
+    "ledger/writer/committer.py",
     "ledger/metrics.py",
     "ledger/lru.py",
 )

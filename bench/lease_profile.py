@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from api.app import create_app  # noqa: E402
 from api.settings import Settings  # noqa: E402
+from ledger.lease.tokens import API_KEY_PREFIX, mint, secret_digest  # noqa: E402
 from ledger.storage import ApiKeyRecord  # noqa: E402
-from ledger.tokens import API_KEY_PREFIX, mint, secret_digest  # noqa: E402
 
 AUTHORIZATION: list[tuple[bytes, bytes]] = []
 """The ``Authorization`` header ``--fresh`` adds (an API key of tenant ``bench``)."""
@@ -155,7 +155,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.python_answers:
-        from ledger import provenance
+        from ledger.lease import provenance
 
         provenance.HAVE_NATIVE = False
     asyncio.run(drive(args.events, args.concurrency, args.profile, args.fresh))

@@ -40,7 +40,7 @@ def hook_workers() -> None:
 
 
 def _ask_at_once() -> None:
-    from ledger import committer
+    from ledger.writer import committer
 
     def put(self: committer.GroupCommitter, item: Any) -> None:
         if self._turns is None:

@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ledger.backends import open_storage  # noqa: E402
-from ledger.calls import LeaseCall  # noqa: E402
-from ledger.names import NameCodec  # noqa: E402
-from ledger.service import LeaseService  # noqa: E402
+from ledger.keys.names import NameCodec  # noqa: E402
+from ledger.lease.calls import LeaseCall  # noqa: E402
+from ledger.writer.service import LeaseService  # noqa: E402
 
 
 def rss_mb(pids: list[int]) -> float:

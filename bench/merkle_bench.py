@@ -1,4 +1,4 @@
-"""Benchmark the persistent RFC 9162 tree (ledger/merkle.py) over a real SQLite file.
+"""Benchmark the persistent RFC 9162 tree (ledger/log/merkle.py) over a real SQLite file.
 
 Not a test: prints figures. Appends ``--size`` synthetic ledger entries, persisting every new
 perfect node in ``tree_nodes`` (executemany per append, one commit per >= 1000 rows), reports
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ledger.merkle import CompactRange, consistency_proof, inclusion_proof, root_at
+from ledger.log.merkle import CompactRange, consistency_proof, inclusion_proof, root_at
 from verify.rfc9162 import leaf_hash, verify_consistency, verify_inclusion
 
 SCHEMA = (

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.signer import Signer
+from ledger.keys.signer import Signer
 from verify import jcs
 from verify.dataintegrity import SUITES, verify_proof
 

@@ -24,7 +24,9 @@ HISTORY = frozenset(
         "ledger/sqlite/migrations.py",
         "ledger/postgres/schema.py",
         "ledger/postgres/sealed.py",
-        "ledger/rekey.py",
+        "ledger/keys/rekey.py",
+        "ledger/keys/unsealed.py",
+        "ledger/rekey.py",  # where they were before the wings became packages (0024)
         "ledger/unsealed.py",
     }
 )

@@ -128,7 +128,7 @@ def hook_workers() -> None:
 
 def _inline_commits() -> None:
     """Batches commit on the sequencer's loop: no writer thread shares its interpreter lock."""
-    from ledger import committer, service
+    from ledger.writer import committer, service
 
     class Inline(committer.GroupCommitter):
         def __init__(self, storage: Any, loop: Any, hooks: Any = None) -> None:

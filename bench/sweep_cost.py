@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 from writer_bench import START, Writer  # noqa: E402
 
-from ledger import sweeper  # noqa: E402
-from ledger.names import NameCodec  # noqa: E402
+from ledger.keys.names import NameCodec  # noqa: E402
+from ledger.lease import sweeper  # noqa: E402
 from ledger.sqlite.backend import SQLiteStorage  # noqa: E402
 
 TTL_MS = 60_000

@@ -1,6 +1,6 @@
 """The writer thread's CPU per lease event, without HTTP or an event loop.
 
-Not a test: prints figures. Drives the :class:`~ledger.decider.Decider` on a throw-away SQLite
+Not a test: prints figures. Drives the :class:`~ledger.lease.decider.Decider` on a throw-away SQLite
 ledger as the group committer's writer does for fresh acquires (``prepare``, ``warm_lease``, one
 transaction per batch) and prints the writer's CPU per event. ``--wal-frames`` skips checkpoints
 and prints WAL frames per event (decisions/0013); ``--processes N`` runs N writers on one ledger,
@@ -26,13 +26,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ledger.calls import LeaseCall, Limits  # noqa: E402
-from ledger.decider import Decider  # noqa: E402
-from ledger.names import NameCodec  # noqa: E402
-from ledger.service import VERSIONS  # noqa: E402
+from ledger.keys.names import NameCodec  # noqa: E402
+from ledger.lease.calls import LeaseCall, Limits  # noqa: E402
+from ledger.lease.decider import Decider  # noqa: E402
 from ledger.sqlite.backend import SQLiteStorage  # noqa: E402
 from ledger.sqlite.checkpointer import Checkpointer  # noqa: E402
 from ledger.sqlite.schema import DB_NAME  # noqa: E402
+from ledger.writer.service import VERSIONS  # noqa: E402
 
 START = 1_780_000_000_000
 """A fixed clock: each event one millisecond after the last."""

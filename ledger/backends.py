@@ -3,7 +3,7 @@
 A ``postgresql://`` URL is the PostgreSQL backend (``ledger/postgres/``, the ``[postgres]``
 extra); anything else is a SQLite folder (``ledger/sqlite/``), created if needed. Nothing else
 imports either package: the rest of ``ledger/`` knows the seam (``ledger/storage.py``), the
-membership (``ledger/membership.py``) and the seal turn (``ledger/sealturn.py``) only.
+membership (``ledger/membership.py``) and the seal turn (``ledger/writer/sealturn.py``) only.
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ledger.keys.names import NameCodec
+from ledger.location import is_database_url
+from ledger.log.reading import LedgerReader
 from ledger.membership import Membership
-from ledger.names import NameCodec
-from ledger.reading import LedgerReader
-from ledger.sealturn import SealTurn
-from ledger.storage import Gauges, Storage, StorageError, WriterStrategy, is_database_url
-from ledger.storage import writer_strategy as writer_strategy
+from ledger.storage import Gauges, Storage, StorageError
+from ledger.writer.sealturn import SealTurn
+from ledger.writer.strategy import WriterStrategy
+from ledger.writer.strategy import writer_strategy as writer_strategy
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +103,7 @@ def open_for_reading(location: Path | str) -> LedgerReader:
 
 def open_tenant_names(location: Path | str, names: NameCodec) -> Callable[[str], list[str]]:
     """A read of one tenant's resource names, on a connection of its own: a watch names the
-    entries it sends with it (``ledger/watch_names.py``)."""
+    entries it sends with it (``ledger/lease/watch_names.py``)."""
     if is_database_url(location):
         from ledger.postgres.tenant_names import reader as postgres_reader
 

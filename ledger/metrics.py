@@ -98,5 +98,5 @@ def sqlite_checkpointed(mode: str, seconds: float) -> None:
 
 
 def swept(seconds: float) -> None:
-    """One sweep's work took ``seconds`` in its transaction (``ledger/sweeper.py``)."""
+    """One sweep's work took ``seconds`` in its transaction (``ledger/lease/sweeper.py``)."""
     SWEEP_SECONDS.observe(seconds)

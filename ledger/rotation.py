@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger.backends import open_storage
-from ledger.keyring import SigningKey, record_keys
-from ledger.signer import Signer
+from ledger.keys.keyring import SigningKey, record_keys
+from ledger.keys.signer import Signer
 from ledger.storage import Storage, StorageError
 
 if TYPE_CHECKING:
-    from ledger.log import LogReader
-    from ledger.provenance import Issuer
+    from ledger.lease.provenance import Issuer
+    from ledger.log.view import LogReader
 
 logger = logging.getLogger("tenure")
 

@@ -4,7 +4,8 @@
 row of ``resources``, ``leases`` or ``waiters`` means is one thing, decoded here once. (SQLite keeps
 resources and their leases as rows of one table, ``state``, docs/decisions/0013; its reads hand
 each row here in the shape of :data:`RESOURCE_COLUMNS` or :data:`LEASE_COLUMNS`.) Names and
-stored answers come back out of their sealed columns (``ledger/sealing.py``, docs/decisions/0010).
+stored answers come back out of their sealed columns (``ledger/keys/sealing.py``,
+docs/decisions/0010).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ledger import sealing
-from ledger.leases import Completion, Lease, Resource
-from ledger.names import NameCodec
+from ledger.keys import sealing
+from ledger.keys.names import NameCodec
+from ledger.lease.leases import Completion, Lease, Resource
 from ledger.storage import Listed, WaiterRecord
 
 RESOURCE_COLUMNS = (

@@ -1,9 +1,9 @@
 """The composition root outside any framework (STYLE 9b, docs/decisions/0005).
 
-A :class:`Runtime` wires the storage, the signing keys and master secret (``ledger/keyring.py``),
-the lease service, the log reader, the issuer and the supervised background tasks — the sweeper
-(rule 7, rule 13, rule 12's 24 h) and the periodic checkpoint sealer. Any front starts the whole
-service in a few lines::
+A :class:`Runtime` wires the storage, the signing keys and master secret
+(``ledger/keys/keyring.py``), the lease service, the log reader, the issuer and the supervised
+background tasks — the sweeper (rule 7, rule 13, rule 12's 24 h) and the checkpoint sealer.
+Any front starts the whole service in a few lines::
 
     runtime = Runtime.open(RuntimeConfig(data_dir, keys_dir))
     await runtime.start()
@@ -21,8 +21,7 @@ from typing import Any
 
 from ledger import rotation
 from ledger.backends import Backend, open_backend
-from ledger.calls import Limits, now_ms
-from ledger.keyring import (
+from ledger.keys.keyring import (
     SigningKey,
     keys_fingerprint,
     load_or_create_names_key,
@@ -32,15 +31,17 @@ from ledger.keyring import (
     record_keys,
     signing_keys,
 )
-from ledger.log import LogReader, SignedCheckpoint
+from ledger.keys.names import NameCodec
+from ledger.keys.signer import Signer
+from ledger.lease.calls import Limits, now_ms
+from ledger.lease.provenance import Issuer
+from ledger.location import default_origin
+from ledger.log.view import LogReader, SignedCheckpoint
 from ledger.membership import Membership
-from ledger.names import NameCodec
-from ledger.provenance import Issuer
-from ledger.sealturn import wait_before
-from ledger.service import LeaseService
-from ledger.signer import Signer
-from ledger.storage import Storage, StorageError, default_origin
-from ledger.supervisor import Supervisor
+from ledger.storage import Storage, StorageError
+from ledger.writer.sealturn import wait_before
+from ledger.writer.service import LeaseService
+from ledger.writer.supervisor import Supervisor
 
 SEAL_SPACING = 1.0
 """Seconds between two checkpoints sealed because a reader asked (the sealer's own are apart

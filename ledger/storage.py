@@ -14,10 +14,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
-from urllib.parse import urlsplit, urlunsplit
 
 from ledger.changes import Change, PutCheckpoint
-from ledger.leases import Lease, Resource
+from ledger.lease.leases import Lease, Resource
 
 CheckpointRecord = PutCheckpoint
 """A stored signed checkpoint: what :class:`PutCheckpoint` stored is what is read back."""
@@ -265,50 +264,6 @@ class Storage(Protocol):
     def close(self) -> None: ...
 
 
-class Turns(Protocol):
-    """A backend's write lock, taken by one thread for another (docs/decisions/0017)."""
-
-    def lend(self, thread: int) -> None:
-        """Wait for the lock and hold it for ``thread`` (an ident): its transactions, until
-        :meth:`give_back`, run under it without taking it again."""
-        ...
-
-    def give_back(self) -> None: ...
-
-
-@runtime_checkable
-class WriterStrategy(Protocol):
-    """How the writer goes fastest over a backend (``ledger/committer.py``): its speed hooks,
-    checked for once when the writer is made (:func:`writer_strategy`), never per call."""
-
-    def turns(self) -> Turns | None:
-        """The write lock, where a transaction is short and local enough for the event loop to
-        run it itself (SQLite); ``None`` where writes stay on a writer thread (PostgreSQL,
-        whose transactions wait for the network)."""
-        ...
-
-    def warm_lease(self, tenant: str, resource: str, holder: str | None, scope: str | None) -> None:
-        """Make, outside any transaction, what writing this lease's rows will need (digests,
-        sealed names), so the write transaction, which excludes every other writer, only looks
-        it up. Nothing is written; a backend without sealed names does nothing."""
-        ...
-
-
-class _ThreadWriter:
-    """The strategy of a backend that offers none: a writer thread, nothing to warm."""
-
-    def turns(self) -> Turns | None:
-        return None
-
-    def warm_lease(self, tenant: str, resource: str, holder: str | None, scope: str | None) -> None:
-        return None
-
-
-def writer_strategy(storage: Storage) -> WriterStrategy:
-    """The writer's hooks ``storage`` offers, else a writer thread's."""
-    return storage if isinstance(storage, WriterStrategy) else _ThreadWriter()
-
-
 @runtime_checkable
 class Gauges(Protocol):
     """What a backend counts for the metrics, read at scrape time."""
@@ -320,28 +275,3 @@ class Gauges(Protocol):
     def queued_waiters(self) -> int:
         """How many callers wait for a lease now, over every process and node."""
         ...
-
-
-def is_database_url(location: object) -> bool:
-    """Whether ``location`` names a PostgreSQL database rather than a SQLite folder."""
-    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
-
-
-def redact(url: str) -> str:
-    """A database ``url`` without its password: what messages and logs may show."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
-
-
-HOST_NAME_VARIABLE = "TENURE_HOST_NAME"
-"""The log's public host name, if the operator configured one: the default origin's prefix."""
-
-
-def default_origin(log_id: str, host_name: str | None = None) -> str:
-    """The checkpoint origin (and note key name) when the operator names none: unique per log,
-    under the log's configured host name (C2SP tlog-checkpoint: a schema-less URL)."""
-    return f"{host_name or 'tenure.local'}/log/{log_id}"

@@ -2,7 +2,7 @@
  *
  * Answerer.envelope writes the bytes api/responses.respond writes for a plain answer —
  * {"data": ..., "_provenance": credential} — with the credential spliced exactly as
- * ledger/provenance.Issuer.issue_json and ledger/signer.Signer.sign_jcs_text splice it: the same
+ * ledger/lease/provenance.Issuer.issue_json and ledger/keys/signer.Signer.sign_jcs_text splice it: the same
  * frame, the same proof template, the same subject and manifest. SHA-256 and Ed25519 are the
  * Python callables the issuer hands over (OpenSSL's and libsodium's, through hashlib and the
  * signer); this file only writes bytes. It returns None wherever the Python path would not

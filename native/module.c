@@ -1,5 +1,5 @@
 /* ledger._native: the Answerer type and encode_sorted (see answer.c). Optional: where
- * it was not built, ledger/provenance.py writes every answer in Python, byte for byte the same. */
+ * it was not built, ledger/lease/provenance.py writes every answer in Python, byte for byte the same. */
 #include "native.h"
 
 static PyObject *answerer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {

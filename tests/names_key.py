@@ -3,7 +3,7 @@
 import hashlib
 import sqlite3
 
-from ledger.names import NameCodec
+from ledger.keys.names import NameCodec
 
 NAMES = NameCodec(bytes(range(32)))
 """A fixed key: the state tables of a test ledger are sealed as a server's are."""

@@ -20,10 +20,10 @@ import httpx
 import pytest
 
 from ledger.backends import open_storage
-from ledger.calls import KeyRevoked, LeaseCall, Limits
-from ledger.service import LeaseService
+from ledger.lease.calls import KeyRevoked, LeaseCall, Limits
+from ledger.lease.tokens import secret_digest
 from ledger.storage import ApiKeyRecord
-from ledger.tokens import secret_digest
+from ledger.writer.service import LeaseService
 from tests.conftest import ROOT, Server
 from tests.names_key import NAMES
 from tests.test_names_at_rest import wait_for_waiter

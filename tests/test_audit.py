@@ -17,8 +17,8 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.checkpoint import checkpoint_body, sign_note
-from ledger.merkle import CompactRange
+from ledger.log.checkpoint import checkpoint_body, sign_note
+from ledger.log.merkle import CompactRange
 from tests.conftest import ROOT, Server, lease, rid
 from verify.audit import audit, check_audit, parse_lines
 from verify.audit_report import AuditFailed

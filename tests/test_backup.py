@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ledger.keyring import signing_keys
+from ledger.keys.keyring import signing_keys
 from tests.conftest import ROOT, Server, lease, rid
 from verify.rfc9162 import leaf_hash
 

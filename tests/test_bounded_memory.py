@@ -10,9 +10,9 @@ import tracemalloc
 from pathlib import Path
 
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall
+from ledger.lease.calls import LeaseCall
 from ledger.lru import LRU
-from ledger.service import LeaseService
+from ledger.writer.service import LeaseService
 from tests.names_key import NAMES
 
 SECRET = b"s" * 32

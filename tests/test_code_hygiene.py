@@ -19,7 +19,7 @@ ISSUE = re.compile(r"\bissues?\s*#?\d", re.IGNORECASE)
 
 # Modules whose docstring is the list of rules or checks they enforce: read whole, the spec.
 RULE_LISTS = frozenset(
-    {"ledger/leases.py", "verify/invariants.py", "api/names.py", "api/client/keeper.py"}
+    {"ledger/lease/leases.py", "verify/invariants.py", "api/names.py", "api/client/keeper.py"}
     | {"verify/audit.py", "verify/bundle.py", "verify/monitor.py"}
 )
 

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.signer import Signer
+from ledger.keys.signer import Signer
 from verify import jcs
 from verify.dataintegrity import SUITES, check_proof, verify_proof
 from verify.errors import MalformedInput, SignatureError, UndefinedTerm, UnknownContext

@@ -16,7 +16,8 @@ from api import lease_run, mcp_tools, refusals
 from api.app import create_app
 from api.client import AsyncClient, Client
 from api.settings import Settings
-from ledger import answers, provenance, service
+from ledger.lease import answers, provenance
+from ledger.writer import service
 from verify.defaults import (
     DEAD_CEILING_SECONDS,
     DEFAULT_LIFECYCLE_SECONDS,

@@ -21,10 +21,10 @@ import psycopg
 import pytest
 
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall, Limits
 from ledger.changes import AddWaiter
-from ledger.names import FINGERPRINT, REQUEST_INPUT
-from ledger.service import LeaseService
+from ledger.keys.names import FINGERPRINT, REQUEST_INPUT
+from ledger.lease.calls import LeaseCall, Limits
+from ledger.writer.service import LeaseService
 from tests.names_key import NAMES
 from tests.test_names_at_rest import database_bytes
 

@@ -20,7 +20,7 @@ from api.app import create_app
 from api.cli import main
 from api.settings import Settings
 from ledger.files import WriteFailed, atomic_write, create_once
-from ledger.keyring import SIGNING_GLOB
+from ledger.keys.keyring import SIGNING_GLOB
 from tests.conftest import ROOT, free_port, rid
 
 

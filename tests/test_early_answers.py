@@ -22,11 +22,11 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from api.settings import Settings
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall, StorageUnavailable
-from ledger.provenance import Issuer
-from ledger.service import LeaseService
+from ledger.lease.calls import LeaseCall, StorageUnavailable
+from ledger.lease.provenance import Issuer
 from ledger.sqlite.backend import SQLiteStorage
 from ledger.storage import Storage, Transaction
+from ledger.writer.service import LeaseService
 from tests.conftest import rid
 from tests.names_key import NAMES
 

@@ -7,10 +7,10 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from ledger import sealing
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall, Limits
-from ledger.service import LeaseService
+from ledger.keys import sealing
+from ledger.lease.calls import LeaseCall, Limits
+from ledger.writer.service import LeaseService
 from tests.names_key import NAMES
 
 SECRET = b"s" * 32

@@ -1,4 +1,5 @@
-"""Entry bytes written directly (ledger/entries.py) are the RFC 8785 bytes of the entry object."""
+"""Entry bytes written directly (ledger/lease/entries.py) are the RFC 8785 bytes of the entry
+object."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import entries
-from ledger.entries import Pseudonyms, encode_entry, entry_fields
-from ledger.leases import Event, EventKind, Lease, Revocation
+from ledger.lease import entries
+from ledger.lease.entries import Pseudonyms, encode_entry, entry_fields
+from ledger.lease.leases import Event, EventKind, Lease, Revocation
 from verify.errors import MalformedInput
 from verify.jcs import MAX_SAFE_INTEGER, canonicalize
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall
-from ledger.entries import iso
-from ledger.service import LeaseService
+from ledger.lease.calls import LeaseCall
+from ledger.log.text import iso
+from ledger.writer.service import LeaseService
 from tests.names_key import NAMES
 from verify.export_records import event_of
 from verify.invariants import Rules

@@ -12,9 +12,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import signer as signing
-from ledger.provenance import Issuer, canonical_request
-from ledger.signer import Signer
+from ledger.keys import signer as signing
+from ledger.keys.signer import Signer
+from ledger.lease.provenance import Issuer, canonical_request
 from verify.dataintegrity import JCS_SUITE, RDFC_SUITE, check_datetime_stamp, verify_proof
 from verify.errors import MalformedInput
 

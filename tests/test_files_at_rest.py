@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ledger.keyring import load_or_create_names_key, load_or_create_secret, signing_keys
+from ledger.keys.keyring import load_or_create_names_key, load_or_create_secret, signing_keys
 from ledger.sqlite.opening import open_db
 from ledger.sqlite.schema import DB_NAME
 from tests.conftest import ROOT

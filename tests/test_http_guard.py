@@ -123,7 +123,8 @@ def test_oversized_headers_get_431_before_the_app(fresh_server: Server) -> None:
 
 def test_readers_cannot_make_the_log_sign_faster_than_once_a_second(tmp_path: Path) -> None:
     """For the whole server, not per worker process: the default server's workers share the turn
-    to seal (``ledger/sealturn.py``), so readers spread over both get one sealing a second."""
+    to seal (``ledger/writer/sealturn.py``), so readers spread over both get one sealing a
+    second."""
     server = Server(tmp_path).start()
 
     async def burst() -> list[httpx.Response]:

@@ -1,4 +1,4 @@
-"""Rule 12's stored request (``ledger/idempotency.py``): the key a ledger already holds, an
+"""Rule 12's stored request (``ledger/keys/idempotency.py``): the key a ledger already holds, an
 answer that opens only in its own row, and columns in the order the table has."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ledger import idempotency
 from ledger.backends import open_storage
 from ledger.changes import RememberRequest
-from ledger.names import SealError
+from ledger.keys import idempotency
+from ledger.keys.names import SealError
 from ledger.sqlite.schema import DB_NAME
 from tests.names_key import NAMES
 

@@ -55,7 +55,8 @@ def import_graph(package: str) -> dict[str, set[str]]:
     for name, path in paths.items():
         found = imported(path)
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):  # ``from ledger import waits`` names the module ledger.waits
+        # ``from ledger.lease import waits`` names the module ledger.lease.waits
+        for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 found.update(f"{node.module}.{alias.name}" for alias in node.names)
         graph[name] = {other for other in found if other in paths and other != name}
@@ -121,7 +122,8 @@ def _inside_a_backend(path: Path) -> bool:
 def test_the_storage_seam_has_at_most_30_members_and_no_speed_hooks() -> None:
     """``Storage`` is the transaction and the domain reads; the writer's hooks and the gauges
     are protocols of their own, which a backend may offer."""
-    from ledger.storage import Gauges, Storage, WriterStrategy
+    from ledger.storage import Gauges, Storage
+    from ledger.writer.strategy import WriterStrategy
 
     members = {name for name in vars(Storage) if not name.startswith("_")}
     assert len(members) <= 30, sorted(members)
@@ -194,3 +196,49 @@ def test_backends_have_no_forwarder_layer() -> None:
         for path in sorted((ROOT / "ledger" / backend).glob("*.py"))
     }
     assert {name: methods for name, methods in found.items() if methods} == {}
+
+
+WINGS = ("keys", "log", "lease", "writer")
+"""The wings of ``ledger/`` (docs/decisions/0024), lowest first: each imports only the wings
+before it, the seam and the shared helpers — never the wiring or a backend."""
+WIRING = (
+    "ledger.backends",
+    "ledger.runtime",
+    "ledger.rotation",
+    "ledger.sqlite",
+    "ledger.postgres",
+)
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a wing's module that reaches a wing above it or the wiring."""
+    wrong = []
+    for module, imports in sorted(graph.items()):
+        wing = _wing(module)
+        for other in sorted(imports) if wing is not None else ():
+            theirs = _wing(other)
+            above = theirs is not None and WINGS.index(theirs) > WINGS.index(wing)
+            if above or other.startswith(WIRING):
+                wrong.append(f"{module} imports {other}")
+    return wrong
+
+
+def _wing(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in WINGS else None
+
+
+def test_each_wing_imports_only_the_wings_below_it() -> None:
+    assert upward(import_graph("ledger")) == []
+
+
+def test_an_upward_import_is_found() -> None:
+    graph = {
+        "ledger.log.view": {"ledger.keys.keyring", "ledger.lease.entries"},
+        "ledger.keys.rotation": {"ledger.backends"},
+        "ledger.lease.batch": {"ledger.log.merkle", "ledger.storage"},
+    }
+    assert upward(graph) == [
+        "ledger.keys.rotation imports ledger.backends",
+        "ledger.log.view imports ledger.lease.entries",
+    ]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.signer import Signer
+from ledger.keys.signer import Signer
 from tests.interop_util import SKIP_REASON, node_available, run_node_verifier
 from verify.dataintegrity import JCS_SUITE, RDFC_SUITE, SUITES, verify_proof
 from verify.errors import UndefinedTerm

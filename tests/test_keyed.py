@@ -1,4 +1,4 @@
-"""``ledger.keyed.KeyedSha256`` is HMAC-SHA-256: the same bytes as the standard library's."""
+"""``ledger.keys.keyed.KeyedSha256`` is HMAC-SHA-256: the same bytes as the standard library's."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hmac
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.keyed import KeyedSha256
+from ledger.keys.keyed import KeyedSha256
 
 
 @given(key=st.binary(max_size=200), messages=st.lists(st.binary(max_size=300), max_size=4))

@@ -10,8 +10,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from ledger import leases
-from ledger.leases import AcquireArgs, EventKind, Outcome, Resource
+from ledger.lease import leases
+from ledger.lease.leases import AcquireArgs, EventKind, Outcome, Resource
 
 DAY = 86_400_000
 T0 = 1_800_000_000_000

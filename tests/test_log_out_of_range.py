@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import Settings
-from ledger.log import OutOfRange
+from ledger.log.view import OutOfRange
 from tests.conftest import rid
 
 

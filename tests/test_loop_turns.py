@@ -20,13 +20,14 @@ from typing import Any
 import pytest
 
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall
 from ledger.changes import AppendEntry
-from ledger.committer import GroupCommitter
-from ledger.service import LeaseService
+from ledger.lease.calls import LeaseCall
 from ledger.sqlite.backend import SQLiteStorage
 from ledger.sqlite.writelock import LOCK_NAME, WriteLock
-from ledger.storage import Transaction, Turns
+from ledger.storage import Transaction
+from ledger.writer.committer import GroupCommitter
+from ledger.writer.service import LeaseService
+from ledger.writer.strategy import Turns
 from tests.names_key import NAMES
 
 SECRET = b"s" * 32

@@ -1,4 +1,4 @@
-"""Property tests: ledger/merkle.py against a naive RFC 9162 reference and against pymerkle.
+"""Property tests: ledger/log/merkle.py against a naive RFC 9162 reference and against pymerkle.
 
 The reference below is RFC 9162 §2.1.1 (MTH), §2.1.3.1 (PATH) and §2.1.4.1 (PROOF/SUBPROOF)
 transcribed literally, with hashlib only, so it shares no code with the module under test.
@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.merkle import CompactRange, consistency_proof, inclusion_proof, root_at
+from ledger.log.merkle import CompactRange, consistency_proof, inclusion_proof, root_at
 from verify.errors import VerificationError
 from verify.rfc9162 import verify_consistency, verify_inclusion
 

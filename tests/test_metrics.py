@@ -220,8 +220,8 @@ def test_each_sweep_is_timed_with_its_expiries(tmp_path: Path) -> None:
     from prometheus_client import REGISTRY
 
     from ledger.backends import open_storage
-    from ledger.calls import LeaseCall
-    from ledger.service import LeaseService
+    from ledger.lease.calls import LeaseCall
+    from ledger.writer.service import LeaseService
     from tests.names_key import NAMES
 
     def swept() -> tuple[float, float]:

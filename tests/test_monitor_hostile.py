@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.checkpoint import checkpoint_body, sign_note
+from ledger.log.checkpoint import checkpoint_body, sign_note
 from tests.conftest import ROOT
 from tests.hostile_log import Route, ledger_routes, send_json, serve
 from tests.test_audit import ORIGIN, Ledger, clean

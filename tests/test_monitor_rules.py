@@ -14,7 +14,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from ledger.checkpoint import checkpoint_body, sign_note
+from ledger.log.checkpoint import checkpoint_body, sign_note
 from tests.test_audit import ORIGIN, Ledger, clean, over_capacity, repeated_token
 from verify.audit import audit
 from verify.cosignature import cosign, cosignature_key_id, signed_message, verify_cosignature

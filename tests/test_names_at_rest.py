@@ -26,7 +26,7 @@ from ledger.changes import (
     PutResource,
     RememberRequest,
 )
-from ledger.names import NameCodec, SealError
+from ledger.keys.names import NameCodec, SealError
 from ledger.storage import StorageError
 from tests.conftest import Server, lease, rid
 from tests.names_key import NAMES

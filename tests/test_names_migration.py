@@ -17,12 +17,12 @@ import psycopg
 import pytest
 
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall, Limits
+from ledger.keys.unsealed import CLEAR_COLUMNS
+from ledger.lease.calls import LeaseCall, Limits
 from ledger.postgres.schema import MIGRATIONS
-from ledger.service import LeaseService
 from ledger.sqlite.opening import open_db
 from ledger.sqlite.schema import DB_NAME, connect
-from ledger.unsealed import CLEAR_COLUMNS
+from ledger.writer.service import LeaseService
 from tests.names_key import NAMES
 from tests.test_names_at_rest import database_bytes, leaked, marks
 
@@ -31,7 +31,7 @@ HOUR = 3_600_000
 
 
 def clear_rows(n: dict[str, str]) -> dict[str, list[tuple[Any, ...]]]:
-    """State rows as step 2 stored them (:data:`ledger.unsealed.CLEAR_COLUMNS` order)."""
+    """State rows as step 2 stored them (:data:`ledger.keys.unsealed.CLEAR_COLUMNS` order)."""
     t, r, s = n["tenant"], n["resource"], n["scope"]
     answer = f'{{"outcome": "GRANTED", "holder": "{n["holder"]}", "fencingToken": 7}}'
     return {
@@ -47,7 +47,7 @@ def clear_rows(n: dict[str, str]) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def waiting_call(tenant: str, resource: str, holder: str) -> str:
-    """A waiter's call as ``ledger/waits.py`` stores it (no owner token)."""
+    """A waiter's call as ``ledger/lease/waits.py`` stores it (no owner token)."""
     call = asdict(LeaseCall("wait", tenant, resource, holder=holder, wait_seconds=30))
     return json.dumps({"call": call, "digest": None})
 

@@ -24,15 +24,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger import _native
-from ledger.ops import Op
-from ledger.provenance import (
+from ledger.keys.signer import Signer
+from ledger.lease.ops import Op
+from ledger.lease.provenance import (
     _SUBJECT_PARTS,
     CLAIM_GENERATOR,
     Issuer,
     _credential_frame,
     canonical_request,
 )
-from ledger.signer import Signer
 from tests.test_receipt_template import answers, moments, pseudonyms, stamp, values
 from verify.dataintegrity import JCS_SUITE, RDFC_SUITE
 from verify.errors import VerificationError

@@ -13,12 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall, Limits
-from ledger.merkle import inclusion_proof, root_at
-from ledger.service import LeaseService
+from ledger.lease.calls import LeaseCall, Limits
+from ledger.log.merkle import inclusion_proof, root_at
 from ledger.sqlite.positions import node_position
 from ledger.sqlite.schema import DB_NAME, SCHEMA_VERSION
 from ledger.storage import Storage
+from ledger.writer.service import LeaseService
 from tests.names_key import NAMES, unkeyed_fingerprints
 from tests.test_state_table import SECRET, START, _write_some
 from verify.rfc9162 import leaf_hash, verify_inclusion

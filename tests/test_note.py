@@ -1,4 +1,4 @@
-"""Signed checkpoints: ledger/checkpoint.py signs, verify/note.py verifies (C2SP signed-note).
+"""Signed checkpoints: ledger/log/checkpoint.py signs, verify/note.py verifies (C2SP signed-note).
 
 Besides the round trip, the note is read the way an independent C2SP client would (split at the
 last blank line, em-dash signature lines, Ed25519 over the text bytes), and the whole scheme is
@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from ledger.checkpoint import checkpoint_body, sign_note
+from ledger.log.checkpoint import checkpoint_body, sign_note
 from verify.errors import MalformedInput, SignatureError, VerificationError
 from verify.note import (
     Checkpoint,

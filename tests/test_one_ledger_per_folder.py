@@ -191,7 +191,7 @@ def test_no_migration_runs_under_a_live_older_server(tmp_path: Path) -> None:
 
 
 def _names() -> Any:
-    from ledger.names import NameCodec
+    from ledger.keys.names import NameCodec
 
     return NameCodec(bytes(32))
 

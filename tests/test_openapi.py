@@ -72,7 +72,8 @@ def _accepts(schema: dict[str, Any], body: dict[str, Any]) -> bool:
 def test_each_op_declares_its_own_required_and_refused_fields(
     served: tuple[Server, str],
 ) -> None:
-    """What ledger/ops.py check_call refuses, the document refuses too, and the server agrees."""
+    """What ledger/lease/ops.py check_call refuses, the document refuses too, and the server
+    agrees."""
     srv, key = served
     doc = httpx.get(srv.url + "/openapi.json").json()
     schemas = doc["components"]["schemas"]

@@ -1,4 +1,4 @@
-"""The per-op rules of a lease call live in ledger/ops.py, with one source of limits."""
+"""The per-op rules of a lease call live in ledger/lease/ops.py, with one source of limits."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any, get_args
 import pytest
 
 from api.schemas import OPS, OpName
-from ledger.calls import LeaseCall, Limits
-from ledger.ops import CallRefused, Op, check_call
+from ledger.lease.calls import LeaseCall, Limits
+from ledger.lease.ops import CallRefused, Op, check_call
 
 
 def test_the_schema_and_the_path_name_exactly_the_ops() -> None:

@@ -16,10 +16,10 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from api.settings import Settings
 from ledger.backends import open_storage
-from ledger.calls import Answer, LeaseCall
-from ledger.provenance import HAVE_NATIVE, Issuer
-from ledger.service import LeaseService
-from ledger.signer import Signer
+from ledger.keys.signer import Signer
+from ledger.lease.calls import Answer, LeaseCall
+from ledger.lease.provenance import HAVE_NATIVE, Issuer
+from ledger.writer.service import LeaseService
 from tests.conftest import lease, rid
 from tests.names_key import NAMES
 from verify.dataintegrity import JCS_SUITE, RDFC_SUITE

@@ -19,12 +19,13 @@ import pytest
 from psycopg import sql
 
 from ledger.backends import open_storage, storage_exists
-from ledger.calls import LeaseCall, StorageUnavailable
 from ledger.changes import AppendEntry, PutNodes, PutResource
+from ledger.lease.calls import LeaseCall, StorageUnavailable
+from ledger.location import redact
 from ledger.postgres.backend import PostgresStorage
 from ledger.postgres.schema import SCHEMA_VERSION
-from ledger.service import LeaseService
-from ledger.storage import DAMAGED, Storage, StorageError, redact
+from ledger.storage import DAMAGED, Storage, StorageError
+from ledger.writer.service import LeaseService
 from tests.names_key import NAMES
 
 

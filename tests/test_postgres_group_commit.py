@@ -18,13 +18,13 @@ import psycopg
 import pytest
 
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall, StorageUnavailable
-from ledger.entries import b64
-from ledger.leases import Decision, Resource
-from ledger.merkle import CompactRange
-from ledger.recorder import Recorder
-from ledger.service import LeaseService
+from ledger.lease.calls import LeaseCall, StorageUnavailable
+from ledger.lease.leases import Decision, Resource
+from ledger.lease.recorder import Recorder
+from ledger.log.merkle import CompactRange
+from ledger.log.text import b64
 from ledger.storage import Storage
+from ledger.writer.service import LeaseService
 from tests.names_key import NAMES
 from verify.rfc9162 import leaf_hash
 

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from ledger.keyring import load_signing_keys
-from ledger.provenance import Issuer
-from ledger.signer import Signer
+from ledger.keys.keyring import load_signing_keys
+from ledger.keys.signer import Signer
+from ledger.lease.provenance import Issuer
 from tests.conftest import Server, rid
 from tests.interop_util import node_available, run_node_verifier
 from verify.dataintegrity import JCS_SUITE as JCS

@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from api.requests import refuse_duplicate_keys
-from ledger.provenance import CLAIM_GENERATOR, Issuer, canonical_request, digest
-from ledger.signer import Signer
+from ledger.keys.signer import Signer
+from ledger.lease.provenance import CLAIM_GENERATOR, Issuer, canonical_request, digest
 from verify.dataintegrity import JCS_SUITE, RDFC_SUITE, verify_proof
 from verify.errors import MalformedInput
 from verify.jcs import canonicalize

@@ -4,11 +4,11 @@ again."""
 
 from __future__ import annotations
 
-from ledger import leases
-from ledger.entries import b64
-from ledger.leases import AcquireArgs, Resource
-from ledger.merkle import CompactRange
-from ledger.recorder import Recorder
+from ledger.lease import leases
+from ledger.lease.leases import AcquireArgs, Resource
+from ledger.lease.recorder import Recorder
+from ledger.log.merkle import CompactRange
+from ledger.log.text import b64
 
 NOW = 1_780_000_000_000
 

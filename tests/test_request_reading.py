@@ -16,7 +16,7 @@ from starlette.requests import ClientDisconnect
 from api import requests
 from api.refusals import InputError
 from api.requests import BODY_KEY, header, read_body
-from ledger.provenance import UNPARSED
+from ledger.lease.provenance import UNPARSED
 from verify import ijson
 
 READ = ["accept-provenance", "authorization", "content-length", "content-type", "tenure-namespace"]

@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from ledger import leases
 from ledger.backends import open_storage
-from ledger.leases import AcquireArgs, EventKind, Outcome, Resource, Revocation
+from ledger.lease import leases
+from ledger.lease.leases import AcquireArgs, EventKind, Outcome, Resource, Revocation
 from tests.conftest import ROOT, Server, lease, ledger_size, rid
 from tests.test_audit import OWNER_B, Ledger, assert_reported, read, trusted
 from tests.test_monitor_rules import follow, state_of

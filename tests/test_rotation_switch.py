@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from ledger.keyring import create_signing_key
+from ledger.keys.keyring import create_signing_key
 from ledger.rotation import ROTATE_AHEAD_MS
 from ledger.runtime import Runtime, RuntimeConfig
 

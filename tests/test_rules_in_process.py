@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from api.settings import Settings
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall, Limits
-from ledger.service import LeaseService
+from ledger.lease.calls import LeaseCall, Limits
+from ledger.writer.service import LeaseService
 from tests.conftest import lease, rid
 from tests.names_key import NAMES
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger.backends import open_backend
-from ledger.calls import LeaseCall, StorageUnavailable
-from ledger.keyring import keys_fingerprint, load_or_create_secret
+from ledger.keys.keyring import keys_fingerprint, load_or_create_secret
+from ledger.lease.calls import LeaseCall, StorageUnavailable
 from ledger.runtime import Runtime, RuntimeConfig
 from ledger.storage import Storage, Transaction
 from tests.conftest import ROOT
@@ -24,7 +24,7 @@ from tests.names_key import NAMES
 FRONT = """
 import asyncio, json, sys
 from pathlib import Path
-from ledger.calls import LeaseCall
+from ledger.lease.calls import LeaseCall
 from ledger.runtime import Runtime, RuntimeConfig
 
 async def front(root: Path) -> dict:

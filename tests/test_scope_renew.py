@@ -19,8 +19,8 @@ import pytest
 from api.client import AsyncClient, Client
 from api.mcp_tools import TOOLS
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall, Limits
-from ledger.service import LeaseService
+from ledger.lease.calls import LeaseCall, Limits
+from ledger.writer.service import LeaseService
 from tests.conftest import ROOT, Server, lease, ledger_size, rid
 from tests.names_key import NAMES
 from verify.audit import audit, parse_lines

@@ -1,5 +1,6 @@
 """Readers' sealing is bounded across the worker processes of a ledger, not per process: the
-turn (``ledger/sealturn.py``) is one ``flock`` for the host of a SQLite folder, one advisory lock
+turn (``ledger/writer/sealturn.py``) is one ``flock`` for the host of a SQLite folder, one advisory
+lock
 for every node of a PostgreSQL database, and the time of the last sealing travels with it. Real
 files, a real PostgreSQL, real processes (a holder killed with -9), two real runtimes on one
 folder."""
@@ -18,13 +19,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from ledger.calls import LeaseCall
+from ledger.lease.calls import LeaseCall
 from ledger.postgres.backend import PostgresStorage
 from ledger.postgres.sealturn import DatabaseTurn
 from ledger.runtime import SEAL_SPACING, Runtime, RuntimeConfig
-from ledger.sealturn import wait_before
 from ledger.sqlite.cluster import lock_held
 from ledger.sqlite.sealturn import HostTurn
+from ledger.writer.sealturn import wait_before
 from tests.names_key import NAMES
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,11 +14,11 @@ import pytest
 
 from api import logs as access_log
 from api.tenancy import RateLimiter
-from ledger.answers import REDACTED, redact
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall, StorageUnavailable
-from ledger.service import LeaseService
+from ledger.lease.answers import REDACTED, redact
+from ledger.lease.calls import LeaseCall, StorageUnavailable
 from ledger.sqlite.schema import DB_NAME
+from ledger.writer.service import LeaseService
 from tests.names_key import NAMES
 
 SECRET = b"s" * 32

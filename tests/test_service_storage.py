@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall, StorageUnavailable
-from ledger.service import LeaseService
+from ledger.lease.calls import LeaseCall, StorageUnavailable
+from ledger.writer.service import LeaseService
 from tests.conftest import Server, lease, rid
 from tests.names_key import NAMES
 

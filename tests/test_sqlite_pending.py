@@ -9,10 +9,10 @@ import threading
 from pathlib import Path
 
 from ledger.changes import AppendEntry, PutLease, PutNodes, PutResource
-from ledger.committer import GroupCommitter
 from ledger.sqlite.backend import SQLiteStorage
 from ledger.sqlite.pending import chunks
 from ledger.sqlite.writelock import LOCK_NAME
+from ledger.writer.committer import GroupCommitter
 from tests.names_key import NAMES
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from ledger.backends import open_storage
-from ledger.calls import LeaseCall, Limits, StorageUnavailable
-from ledger.leases import Resource
-from ledger.service import LeaseService
+from ledger.lease.calls import LeaseCall, Limits, StorageUnavailable
+from ledger.lease.leases import Resource
 from ledger.sqlite.schema import DB_NAME, SCHEMA_VERSION
 from ledger.storage import Storage
+from ledger.writer.service import LeaseService
 from tests.names_key import NAMES, unkeyed_fingerprints
 
 START = 1_800_000_000_000

@@ -35,8 +35,7 @@ from ledger.changes import (
     RememberRequest,
     SetLeaseExpiry,
 )
-from ledger.committer import GroupCommitter
-from ledger.leases import Completion, Lease, Resource
+from ledger.lease.leases import Completion, Lease, Resource
 from ledger.storage import (
     ApiKeyRecord,
     KeyRecord,
@@ -44,9 +43,10 @@ from ledger.storage import (
     Storage,
     StorageError,
     Transaction,
-    Turns,
     WaiterRecord,
 )
+from ledger.writer.committer import GroupCommitter
+from ledger.writer.strategy import Turns
 from tests.names_key import NAMES
 
 Location = Callable[[pytest.FixtureRequest, Path], "Path | str"]

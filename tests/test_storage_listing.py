@@ -4,7 +4,7 @@ the storage contract runs over: a real SQLite file and a real PostgreSQL server.
 from __future__ import annotations
 
 from ledger.changes import DropLease, PutLease, PutResource
-from ledger.leases import Lease
+from ledger.lease.leases import Lease
 from ledger.storage import Listed, Storage
 from tests import test_storage_contract as contract
 

@@ -8,7 +8,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from ledger.calls import LeaseCall
+from ledger.lease.calls import LeaseCall
 from tests.test_rules_in_process import Clock, acquire, kinds, run, service
 
 

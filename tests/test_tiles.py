@@ -1,11 +1,11 @@
-"""C2SP tlog-tiles paths, hash tiles and entry bundles (ledger/tiles.py), against the spec's
+"""C2SP tlog-tiles paths, hash tiles and entry bundles (ledger/log/tiles.py), against the spec's
 examples and a naive tree written plainly."""
 
 from __future__ import annotations
 
 import pytest
 
-from ledger.tiles import (
+from ledger.log.tiles import (
     WIDTH,
     BadTilePath,
     NoSuchTile,

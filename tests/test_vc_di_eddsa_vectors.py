@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.signer import Signer
+from ledger.keys.signer import Signer
 from verify.dataintegrity import canonical_bytes, check_proof, hash_data, verify_proof
 from verify.multikey import b58encode, multibase_decode, public_key_multibase
 

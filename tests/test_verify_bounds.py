@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.provenance import Issuer, canonical_request
-from ledger.signer import Signer
+from ledger.keys.signer import Signer
+from ledger.lease.provenance import Issuer, canonical_request
 from verify.bundle import verify_document
 from verify.dataintegrity import JCS_SUITE, RDFC_SUITE
 from verify.errors import MalformedInput

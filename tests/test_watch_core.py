@@ -1,4 +1,4 @@
-"""ledger/watch.py without a server: which entries a watch selects (the caller's tenant, then
+"""ledger/lease/watch.py without a server: which entries a watch selects (the caller's tenant, then
 the filters by pseudonym and by name), the event an entry becomes, and the gaps it says."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import base64
 import json
 from typing import Any
 
-from ledger.entries import Pseudonyms
-from ledger.watch import Filters, Gap, Selector, in_order, start_of
+from ledger.lease.entries import Pseudonyms
+from ledger.lease.watch import Filters, Gap, Selector, in_order, start_of
 from verify.jcs import canonicalize
 from verify.rfc9162 import leaf_hash
 

@@ -24,8 +24,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
 from api.client import Client, ReceiptInvalid
-from ledger.checkpoint import checkpoint_body, sign_note
-from ledger.keyring import load_signing_keys
+from ledger.keys.keyring import load_signing_keys
+from ledger.log.checkpoint import checkpoint_body, sign_note
 from tests.conftest import ROOT, Server, free_port, lease, rid
 from verify import cli
 from verify.cosignature import cosignature_vkey, verify_cosignature

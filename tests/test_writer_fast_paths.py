@@ -10,9 +10,9 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger import entries
-from ledger.entries import b64, iso
-from ledger.names import NameCodec, names_json
+from ledger.keys.names import NameCodec, names_json
+from ledger.log import text
+from ledger.log.text import b64, iso
 from ledger.sqlite import pending
 
 
@@ -39,7 +39,7 @@ def test_iso_memo_starts_over_when_full() -> None:
     start = 1_780_000_000_000
     for ms in range(start, start + 10_000):
         assert iso(ms).endswith(f".{ms % 1000:03d}Z")
-        assert len(entries._ISO) <= entries._ISO_KEPT  # bounded
+        assert len(text._ISO) <= text._ISO_KEPT  # bounded
     assert iso(start) == "2026-05-28T20:26:40.000Z"
 
 

@@ -1,7 +1,8 @@
 """The compact range of RFC 9162 §2.1.1: the perfect subtrees tiling ``[0, size)``.
 
 One implementation for both sides: the server keeps its Merkle frontier in one
-(``ledger/merkle.py``, ``ledger/recorder.py``) and ``tenure audit`` replays an export through
+(``ledger/log/merkle.py``, ``ledger/lease/recorder.py``) and ``tenure audit`` replays an export
+through
 one (``verify/audit.py``). Pure: hashes in, hashes out; stored nodes come through ``get``.
 """
 

@@ -8,7 +8,7 @@ https://www.w3.org/TR/vc-di-eddsa/ — §3.2 eddsa-rdfc-2022, §3.3 eddsa-jcs-20
   §3.3.1 step 2, so only a jcs proof carries it); canonicalized like the document;
 - hashing (§3.2.4 / §3.3.4): SHA-256(canonical proof config) ‖ SHA-256(canonical document);
 - signature (§3.2.6 / §3.3.6): Ed25519 over those 64 bytes; ``proofValue`` is multibase
-  base58btc (``z…``) of the signature. Proofs are made in ``ledger/signer.py``, not here."""
+  base58btc (``z…``) of the signature. Proofs are made in ``ledger/keys/signer.py``, not here."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ __all__ = [
 EXPORT_TYPE = "tenure-ledger-export"
 EXPORT_VERSION = 1
 
-# The v1 entry (ledger/entries.py, docs/decisions/0001-ledger-entry-format.md).
+# The v1 entry (ledger/lease/entries.py, docs/decisions/0001-ledger-entry-format.md).
 _REQUIRED: dict[str, type] = {
     "v": int,
     "index": int,
@@ -211,7 +211,7 @@ def event_of(index: int, leaf: bytes, violation: Flag) -> Event | None:
 
 
 def _shape(entry: dict[str, Any]) -> str | None:
-    """Why ``entry`` is not a v1 entry (ledger/entries.py), or None if it is one."""
+    """Why ``entry`` is not a v1 entry (ledger/lease/entries.py), or None if it is one."""
     try:
         types = tuple(map(type, map(entry.__getitem__, _NAMES)))  # one C-level pass
     except KeyError as e:

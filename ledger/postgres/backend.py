@@ -17,10 +17,10 @@ from typing import TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from ledger import sealing
 from ledger.changes import Change
-from ledger.leases import Resource
-from ledger.names import NameCodec, needs_names
+from ledger.keys import sealing
+from ledger.keys.names import NameCodec, needs_names
+from ledger.lease.leases import Resource
 from ledger.postgres import store
 from ledger.postgres.connection import (
     CONNECT_TIMEOUT,

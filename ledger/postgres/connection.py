@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from ledger.storage import StorageError, is_database_url, redact
+from ledger.location import is_database_url, redact
+from ledger.storage import StorageError
 
 Conn = psycopg.Connection[Any]
 Cursor = psycopg.Cursor[Any]

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ledger import rows, sealing
+from ledger import rows
 from ledger.changes import AddWaiter, AppendEntry, Change
-from ledger.leases import Resource
-from ledger.names import NameCodec, needs_names
+from ledger.keys import sealing
+from ledger.keys.names import NameCodec, needs_names
+from ledger.lease.leases import Resource
 from ledger.postgres.connection import Conn, Cursor
 from ledger.postgres.writes import HeldWrites
 from ledger.storage import DAMAGED, StorageError

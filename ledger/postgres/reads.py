@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from ledger import idempotency, rows, sealing
-from ledger.leases import Resource
-from ledger.names import NameCodec
+from ledger import rows
+from ledger.keys import idempotency, sealing
+from ledger.keys.names import NameCodec
+from ledger.lease.leases import Resource
 from ledger.postgres.connection import Conn
 from ledger.storage import (
     DAMAGED,
@@ -180,7 +181,7 @@ WAITERS = _WAITER + " WHERE tenant = %s AND resource = %s AND answer IS NULL ORD
 
 class StateReads(Reads):
     """The state a decision reads inside the write transaction; names are looked up by their
-    digests and opened from their sealed columns (``ledger/sealing.py``)."""
+    digests and opened from their sealed columns (``ledger/keys/sealing.py``)."""
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         names = self._codec()

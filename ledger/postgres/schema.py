@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from ledger.names import NameCodec
+from ledger.keys.names import NameCodec
 from ledger.postgres.sealed import check_sealed_by, key_digests, seal_names
 from ledger.storage import StorageError
 

@@ -1,5 +1,5 @@
 """PostgreSQL schema step 3: the state tables hold digests and sealed names (docs/decisions/0010);
-step 4: the stored request digests and fingerprints are keyed too (``ledger/rekey.py``).
+step 4: the stored request digests and fingerprints are keyed too (``ledger/keys/rekey.py``).
 
 The step reads every clear row, recreates the tables (same names and indexes, ``bytea`` keys and
 sealed columns) and writes the rows again through the translation of every later change
@@ -12,10 +12,10 @@ from typing import Any
 
 import psycopg
 
-from ledger import rekey
 from ledger.changes import Change
-from ledger.names import NAMES_CHECK, NameCodec, check_key
-from ledger.unsealed import CLEAR_COLUMNS, clear_changes
+from ledger.keys import rekey
+from ledger.keys.names import NAMES_CHECK, NameCodec, check_key
+from ledger.keys.unsealed import CLEAR_COLUMNS, clear_changes
 
 SEALED_TABLES = """
 CREATE TABLE resources(tenant bytea NOT NULL, name bytea NOT NULL, sealed bytea NOT NULL,
@@ -60,7 +60,7 @@ def seal_names(conn: psycopg.Connection[Any], names: NameCodec) -> None:
 
 
 def key_digests(conn: psycopg.Connection[Any], names: NameCodec) -> None:
-    """Step 4: every stored request digest and fingerprint, keyed (``ledger/rekey.py``)."""
+    """Step 4: every stored request digest and fingerprint, keyed (``ledger/keys/rekey.py``)."""
     found = conn.execute("SELECT tenant, request_id, request_digest FROM idempotency")
     with conn.cursor() as cursor:
         cursor.executemany(

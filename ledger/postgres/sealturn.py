@@ -1,6 +1,6 @@
 """The readers' seal turn among every node process of one PostgreSQL database.
 
-``ledger/sealturn.py`` explains the turn. Here it is a transaction-level advisory lock
+``ledger/writer/sealturn.py`` explains the turn. Here it is a transaction-level advisory lock
 (``pg_advisory_xact_lock``) on a session of this process's own, with the mark (the wall time of
 the last sealing) in the ``meta`` row ``reader_sealed_at``, written in that same transaction:
 the lock ends with the transaction or its session, and the next turn reads the mark. Hosts whose

@@ -11,7 +11,6 @@ from typing import Any
 
 import psycopg
 
-from ledger import idempotency, sealing
 from ledger.changes import (
     AddWaiter,
     AppendEntry,
@@ -31,7 +30,8 @@ from ledger.changes import (
     SetLeaseExpiry,
     row,
 )
-from ledger.names import NameCodec
+from ledger.keys import idempotency, sealing
+from ledger.keys.names import NameCodec
 
 Conn = psycopg.Connection[Any]
 
@@ -73,7 +73,7 @@ _CHECKPOINT = (
 
 def apply(conn: Conn, names: NameCodec, change: Change) -> None:
     """The PostgreSQL translation of one change, inside the caller's transaction; names become
-    digests and sealed blobs (``ledger/sealing.py``)."""
+    digests and sealed blobs (``ledger/keys/sealing.py``)."""
     match change:
         case AppendEntry():
             sql = "INSERT INTO entries(idx, leaf) VALUES (%s, %s)"

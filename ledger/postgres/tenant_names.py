@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ledger import rows, sealing
-from ledger.names import NameCodec
+from ledger import rows
+from ledger.keys import sealing
+from ledger.keys.names import NameCodec
 from ledger.postgres.connection import Reader
 
 _RESOURCES = "SELECT tenant, name, sealed FROM resources WHERE tenant = %s"

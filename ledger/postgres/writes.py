@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ledger import sealing
 from ledger.changes import (
     AppendEntry,
     Change,
@@ -24,7 +23,8 @@ from ledger.changes import (
     PutResource,
     SetLeaseExpiry,
 )
-from ledger.names import NameCodec
+from ledger.keys import sealing
+from ledger.keys.names import NameCodec
 from ledger.postgres.connection import Conn
 from ledger.postgres.store import RESOURCE_UPDATE
 

@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ledger import metrics, sealing
+from ledger import metrics
 from ledger.changes import Change
-from ledger.names import NameCodec, needs_names
+from ledger.keys import sealing
+from ledger.keys.names import NameCodec, needs_names
 from ledger.sqlite.checkpointer import Checkpointer
 from ledger.sqlite.opening import open_db
 from ledger.sqlite.pending import PendingWrites

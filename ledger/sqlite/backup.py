@@ -3,7 +3,8 @@
 The copy is one step of ``sqlite3.Connection.backup``: one read transaction, so it is the
 ledger as of one commit while a server keeps writing (a WAL reader blocks no writer). It is
 written into a temporary folder beside the destination, fsynced, exported and audited against
-the keys folder as ``tenure audit`` would (``ledger/export.py``, ``verify.audit``), and only then
+the keys folder as ``tenure audit`` would (``ledger/log/export.py``, ``verify.audit``), and only
+then
 renamed into place: a copy that fails its audit is removed, and a process killed at any point
 leaves no destination (the next copy removes a dead one's temporary folder).
 """
@@ -20,13 +21,14 @@ from io import TextIOWrapper
 from pathlib import Path
 from urllib.parse import quote
 
-from ledger.export import export_ledger
 from ledger.files import create_once
-from ledger.keyring import KeyFileError, SigningKey, load_signing_keys
+from ledger.keys.keyring import KeyFileError, SigningKey, load_signing_keys
+from ledger.location import HOST_NAME_VARIABLE
+from ledger.log.export import export_ledger
 from ledger.sqlite.cluster import KEYS_FILE
 from ledger.sqlite.readonly import ReadOnlyLedger
 from ledger.sqlite.schema import DB_NAME
-from ledger.storage import HOST_NAME_VARIABLE, StorageError
+from ledger.storage import StorageError
 from verify.audit import audit, parse_lines
 from verify.errors import MalformedInput
 

@@ -7,7 +7,7 @@ as every later change (``ledger/sqlite/store.py``); then the WAL is emptied and 
 Step 4 keeps resources and their leases in one table (docs/decisions/0013); step 5 stores its
 rows in rowid order, its key an index, and step 6 keys tree nodes by their post-order position
 (both docs/decisions/0016; ``ledger/sqlite/positions.py``). Step 7 keys the stored request
-digests and fingerprints under the names key (``ledger/rekey.py``, docs/decisions/0010).
+digests and fingerprints under the names key (``ledger/keys/rekey.py``, docs/decisions/0010).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from collections.abc import Callable
 
 import sqlite_utils
 
-from ledger import rekey
 from ledger.changes import Change
-from ledger.names import NAMES_CHECK, NameCodec, check_key
+from ledger.keys import rekey
+from ledger.keys.names import NAMES_CHECK, NameCodec, check_key
+from ledger.keys.unsealed import CLEAR_COLUMNS, clear_changes
 from ledger.sqlite.positions import node_position
 from ledger.sqlite.schema import (
     APPEND_ONLY,
@@ -32,7 +33,6 @@ from ledger.sqlite.schema import (
     append_only,
 )
 from ledger.storage import StorageError
-from ledger.unsealed import CLEAR_COLUMNS, clear_changes
 
 STATE_COLUMNS = (
     "tenant, name, token, sealed, capacity, max_token, lifecycle_end, fingerprint, result,"
@@ -119,7 +119,7 @@ def node_positions(conn: sqlite3.Connection) -> None:
 
 
 def key_digests(conn: sqlite3.Connection, names: NameCodec) -> None:
-    """Step 7: every stored request digest and fingerprint, keyed (``ledger/rekey.py``)."""
+    """Step 7: every stored request digest and fingerprint, keyed (``ledger/keys/rekey.py``)."""
     found = conn.execute("SELECT tenant, request_id, request_digest FROM idempotency")
     conn.executemany(
         "UPDATE idempotency SET request_digest = ? WHERE tenant = ? AND request_id = ?",

@@ -7,7 +7,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from ledger.names import NameCodec
+from ledger.keys.names import NameCodec
 from ledger.sqlite.cluster import serving
 from ledger.sqlite.migrations import migrate
 from ledger.sqlite.schema import DB_NAME, connect

@@ -16,7 +16,6 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from itertools import chain
 
-from ledger import sealing
 from ledger.changes import (
     AppendEntry,
     Change,
@@ -26,7 +25,8 @@ from ledger.changes import (
     PutResource,
     SetLeaseExpiry,
 )
-from ledger.names import NameCodec
+from ledger.keys import sealing
+from ledger.keys.names import NameCodec
 from ledger.sqlite.positions import node_position
 
 Row = tuple[object, ...]
@@ -39,7 +39,7 @@ _RESOURCES = (
     "INSERT INTO state(tenant, name, sealed, capacity, max_token, lifecycle_end,"
     " fingerprint, result, completed_at, completed_fingerprint, token) VALUES "
 )
-"""A resource's row of ``state`` (docs/decisions/0013): :func:`ledger.sealing.put_resource`'s
+"""A resource's row of ``state`` (docs/decisions/0013): :func:`ledger.keys.sealing.put_resource`'s
 columns and ``token`` 0 — with :data:`_RESOURCE_UPDATE` after the values."""
 _RESOURCE_UPDATE = (
     " ON CONFLICT(tenant, name, token) DO UPDATE SET sealed = excluded.sealed,"
@@ -55,7 +55,7 @@ _LEASES = (
     "INSERT INTO state(tenant, name, token, sealed, owner_digest, expires_at, scope, lease_id)"
     " VALUES "
 )
-"""A lease's row of ``state``: :func:`ledger.sealing.put_lease`'s columns."""
+"""A lease's row of ``state``: :func:`ledger.keys.sealing.put_lease`'s columns."""
 _EXPIRY = "UPDATE state SET expires_at = ? WHERE tenant = ? AND name = ? AND token = ?"
 _DROP = "DELETE FROM state WHERE tenant = ? AND name = ? AND token = ?"
 

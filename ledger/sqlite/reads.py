@@ -12,9 +12,10 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ledger import idempotency, rows, sealing
-from ledger.leases import Resource
-from ledger.names import NameCodec
+from ledger import rows
+from ledger.keys import idempotency, sealing
+from ledger.keys.names import NameCodec
+from ledger.lease.leases import Resource
 from ledger.sqlite import pending
 from ledger.sqlite.positions import node_position
 from ledger.storage import (
@@ -161,7 +162,7 @@ class SnapshotReads(Reads):
 
 class StateReads(Reads):
     """The state a decision reads inside the write transaction; names are looked up by their
-    digests and opened from their sealed columns (``ledger/sealing.py``)."""
+    digests and opened from their sealed columns (``ledger/keys/sealing.py``)."""
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         names = self._codec()

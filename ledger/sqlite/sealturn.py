@@ -1,4 +1,4 @@
-"""The seal turn of the worker processes of one host (``ledger/sealturn.py``'s protocol).
+"""The seal turn of the worker processes of one host (``ledger/writer/sealturn.py``'s protocol).
 
 An exclusive ``flock`` on ``<data>/run/seal.lock``, the file holding the wall time of the last
 sealing: the kernel drops the lock of a process killed with -9, and the next turn reads the time

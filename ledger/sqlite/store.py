@@ -1,7 +1,8 @@
 """SQLite: the change→SQL translation (the connection and schema: ``ledger/sqlite/schema.py``).
 
 The ledger is one SQLite file in WAL mode with ``synchronous=FULL``: a commit returns only after
-the WAL is fsynced. The group committer (``ledger/committer.py``) hands every batch queued since
+the WAL is fsynced. The group committer (``ledger/writer/committer.py``) hands every batch queued
+since
 its last commit to one write transaction (``ledger/sqlite/backend.py``), where :func:`apply`
 translates each typed change (``ledger/changes.py``) to a prepared statement. Resources and their
 leases are rows of one table, ``state`` (a resource at ``token`` 0, docs/decisions/0013).
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import sqlite3
 
-from ledger import idempotency, sealing
 from ledger.changes import (
     AddWaiter,
     AppendEntry,
@@ -31,7 +31,8 @@ from ledger.changes import (
     SetLeaseExpiry,
     row,
 )
-from ledger.names import NameCodec
+from ledger.keys import idempotency, sealing
+from ledger.keys.names import NameCodec
 from ledger.sqlite import pending
 
 _LEASE_KEY = "WHERE tenant = ? AND name = ? AND token = ?"
@@ -39,7 +40,7 @@ _LEASE_KEY = "WHERE tenant = ? AND name = ? AND token = ?"
 
 def apply(conn: sqlite3.Connection, names: NameCodec, change: Change) -> None:
     """The SQLite translation of one change (ledger/changes.py), inside the caller's transaction;
-    names become digests and sealed blobs (``ledger/sealing.py``)."""
+    names become digests and sealed blobs (``ledger/keys/sealing.py``)."""
     match change:
         case AppendEntry():
             conn.execute(

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ledger import rows, sealing
-from ledger.names import NameCodec
+from ledger import rows
+from ledger.keys import sealing
+from ledger.keys.names import NameCodec
 from ledger.sqlite.schema import DB_NAME, connect
 
 _RESOURCES = "SELECT tenant, name, sealed FROM state WHERE tenant = ? AND token = 0"

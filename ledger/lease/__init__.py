@@ -1,0 +1,1 @@
+"""The lease model: rules, calls, one Batch per transaction, entries and signed answers."""

@@ -1,0 +1,1 @@
+"""The ledger as auditors read it: the Merkle tree, checkpoints, tiles, exports."""

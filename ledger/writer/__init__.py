@@ -1,0 +1,1 @@
+"""The machine that writes: the service's front, group commit, the checkpoint turn."""
