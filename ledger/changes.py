@@ -140,6 +140,14 @@ class DropWorkerWaiters:
 
 
 @dataclass(frozen=True, slots=True)
+class RaiseFencingFloor:
+    """Every later grant's fencing token is above ``floor`` (``ledger/fencing_floor.py``); a
+    floor below the stored one changes nothing: the floor only rises."""
+
+    floor: int
+
+
+@dataclass(frozen=True, slots=True)
 class PutCheckpoint:
     tree_size: int
     root_hash: bytes
@@ -164,6 +172,7 @@ Change = (
     | DropWaiter
     | DropWorkerWaiters
     | PutCheckpoint
+    | RaiseFencingFloor
 )
 
 

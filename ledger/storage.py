@@ -119,6 +119,14 @@ class Transaction(Protocol):
         last one's time: no entry is dated before it)."""
         ...
 
+    def fencing_floor(self) -> int:
+        """Every grant's fencing token is above it (0: none; ``ledger/fencing_floor.py``)."""
+        ...
+
+    def highest_token(self) -> int:
+        """The highest fencing token any resource has granted (0: none)."""
+        ...
+
     def resource(self, tenant: str, name: str) -> Resource | None:
         """The resource row with its live leases, as this transaction sees it."""
         ...
@@ -245,6 +253,10 @@ class Storage(Protocol):
 
     def log_id(self) -> str:
         """A random id fixed when the ledger was created (the default checkpoint origin)."""
+        ...
+
+    def fencing_floor(self) -> int:
+        """As :meth:`Transaction.fencing_floor`, as committed."""
         ...
 
     def live_resources(self, tenant: str, after: bytes, now: int, scan: int) -> LeaseScan:

@@ -32,9 +32,11 @@ from ledger.changes import (
     PutLease,
     PutNodes,
     PutResource,
+    RaiseFencingFloor,
     RememberRequest,
     SetLeaseExpiry,
 )
+from ledger.fencing_floor import Floor, FloorRefused, raise_floor
 from ledger.lease.leases import Completion, Lease, Resource
 from ledger.storage import (
     ApiKeyRecord,
@@ -271,6 +273,25 @@ def test_log_id_is_fixed_at_creation(reopen: Callable[[], Storage]) -> None:
     again = reopen()
     assert again.log_id() == log_id and len(log_id) >= 16
     assert again.tree_size() == 1  # and the data survived the reopen
+
+
+def test_the_fencing_floor_only_rises_and_lasts(reopen: Callable[[], Storage]) -> None:
+    first = reopen()
+    seed(first)  # one entry; RESOURCE's highest token is 3
+    assert first.fencing_floor() == 0
+    with first.transaction() as tx:
+        assert (tx.fencing_floor(), tx.highest_token()) == (0, 3)
+        tx.apply(RaiseFencingFloor(10))
+        tx.apply(RaiseFencingFloor(7))  # lower: changes nothing
+        assert tx.fencing_floor() == 10
+    first.close()
+    again = reopen()
+    assert again.fencing_floor() == 10
+    assert raise_floor(again, 5) == Floor(entries=1, highest=10, floor=14)  # 10 + (5 - 1)
+    assert raise_floor(again, 1) == Floor(entries=1, highest=14, floor=14)  # nothing lost
+    with pytest.raises(FloorRefused, match="below the 1 entries"):
+        raise_floor(again, 0)
+    assert again.fencing_floor() == 14
 
 
 def test_export_snapshot_does_not_move(storage: Storage) -> None:

@@ -73,6 +73,7 @@ class Batch:
 
     __slots__ = (
         *("tx", "recorder", "limits", "worker", "local", "floor", "served", "serving", "freed"),
+        "token_floor",
         *("_cache", "_fresh", "_master", "_base", "_serve_waiters", "_rng"),
     )
 
@@ -83,11 +84,14 @@ class Batch:
         cache: dict[Key, Resource],
         fresh: list[str],
         floor: int,
+        token_floor: int = 0,
     ) -> None:
         """``cache``: the resources read ahead; ``fresh``: owner tokens drawn before the lock
         was taken, one per call that may need one; ``floor``: the latest entry time (ms) the
-        log holds, before which nothing is decided (DESIGN §6)."""
+        log holds, before which nothing is decided (DESIGN §6); ``token_floor``: the ledger's
+        fencing floor, above which every grant's token is (rule 2)."""
         self.tx, self._cache, self._fresh, self.floor = tx, cache, fresh, floor
+        self.token_floor = token_floor
         self.recorder, self.limits, self.worker = shared.recorder, shared.limits, shared.worker
         self.local, self._master, self._base = shared.local, shared.master, shared.base
         self._serve_waiters, self._rng = shared.serve_waiters, shared.rng
@@ -155,6 +159,7 @@ class Batch:
                 capacity=call.capacity,
                 fingerprint=self.fingerprint(call),
                 scope=call.scope,
+                token_floor=self.token_floor,
             )
             return leases.acquire(res, args, now)
         if call.op == Op.GET:

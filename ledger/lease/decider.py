@@ -69,6 +69,8 @@ class Decider:
         self.floor = 0
         """The latest entry time (ms) this writer knows the log holds, its own or another
         writer's: no decision is taken before it, so times never go backwards (DESIGN §6)."""
+        self.token_floor = 0
+        """The ledger's fencing floor, read with the frontier (``ledger/fencing_floor.py``)."""
 
     # -- the committer's hooks ---------------------------------------------------------------
 
@@ -79,6 +81,7 @@ class Decider:
             self._tree_known = True
             last = tx.entry(size - 1) if size else None  # another writer's, perhaps
             self.floor = max(self.floor, 0 if last is None else entry_time(last))
+            self.token_floor = tx.fencing_floor()  # set while no writer ran (a restore)
         cache: dict[Key, Resource] = {}
         upcoming, self._upcoming = self._upcoming, []
         if upcoming:
@@ -86,7 +89,7 @@ class Decider:
             for key in upcoming:
                 cache[key] = found.get(key) or Resource(*key)
         fresh, self._fresh = self._fresh, []
-        self._batch = Batch(tx, self._shared, cache, fresh, self.floor)
+        self._batch = Batch(tx, self._shared, cache, fresh, self.floor, self.token_floor)
 
     def committed(self) -> None:
         batch, self._batch = self._batch, None

@@ -117,6 +117,8 @@ class AcquireArgs:
     capacity: int | None = None
     fingerprint: bytes | None = None
     scope: str | None = None
+    token_floor: int = 0
+    """The ledger's fencing floor: a fresh grant's token is above it (rule 2)."""
 
 
 class IllegalTransition(Exception):

@@ -11,7 +11,8 @@ Rules (DESIGN §2):
 
 1. Exclusive: at most ``capacity`` live leases; a request naming another capacity than the live
    one is ``CONFLICT``.
-2. Fencing: a fresh grant gets ``max_token + 1``; ``max_token`` never decreases.
+2. Fencing: a fresh grant gets ``max(max_token, token_floor) + 1`` (the floor a restore sets,
+   ``ledger/fencing_floor.py``); ``max_token`` never decreases.
 3. Owner proof: renew, release and complete need the owner digest of a live lease, compared in
    constant time; otherwise ``LOST`` (release: ``NOT_ACTIVE``, rule 6).
 4. Re-acquire with the live lease's owner token renews it; the same holder label without the
@@ -157,7 +158,7 @@ def _grant(resource: Resource, args: AcquireArgs, now: int) -> Decision:
         resource.lifecycle_end = now + args.lifecycle_ms
     if resource.fingerprint is None:
         resource.fingerprint = args.fingerprint
-    resource.max_token += 1
+    resource.max_token = max(resource.max_token, args.token_floor) + 1
     lease = Lease(
         holder=args.holder,
         fencing_token=resource.max_token,

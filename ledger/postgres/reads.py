@@ -93,6 +93,10 @@ class Reads:
         row = self._one("SELECT tenant FROM api_keys WHERE key_digest = %s", (digest,))
         return None if row is None else str(row[0])
 
+    def fencing_floor(self) -> int:
+        row = self._one("SELECT value FROM meta WHERE key = 'fencing_floor'")
+        return 0 if row is None else int(row[0])
+
 
 LIVE_LEASES = "SELECT count(*) FROM leases WHERE expires_at > %s"
 LISTING_BOUND = "SELECT name FROM resources WHERE tenant = %s AND name > %s ORDER BY name"
@@ -182,6 +186,10 @@ WAITERS = _WAITER + " WHERE tenant = %s AND resource = %s AND answer IS NULL ORD
 class StateReads(Reads):
     """The state a decision reads inside the write transaction; names are looked up by their
     digests and opened from their sealed columns (``ledger/keys/sealing.py``)."""
+
+    def highest_token(self) -> int:
+        row = self._one("SELECT max(max_token) FROM resources")
+        return 0 if row is None or row[0] is None else int(row[0])
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         names = self._codec()

@@ -26,6 +26,7 @@ from ledger.changes import (
     PutLease,
     PutNodes,
     PutResource,
+    RaiseFencingFloor,
     RememberRequest,
     SetLeaseExpiry,
     row,
@@ -70,6 +71,12 @@ _CHECKPOINT = (
     " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tree_size) DO NOTHING"
 )
 
+_FLOOR = (
+    "INSERT INTO meta(key, value) VALUES ('fencing_floor', %s) ON CONFLICT (key) DO UPDATE"
+    " SET value = GREATEST(meta.value::bigint, EXCLUDED.value::bigint)::text"
+)
+"""The fencing floor only rises (``ledger/fencing_floor.py``)."""
+
 
 def apply(conn: Conn, names: NameCodec, change: Change) -> None:
     """The PostgreSQL translation of one change, inside the caller's transaction; names become
@@ -111,6 +118,8 @@ def _apply_rare(conn: Conn, names: NameCodec, change: Change) -> None:
             conn.execute("DELETE FROM scopes WHERE tenant = %s AND scope = %s", key)
         case PutCheckpoint():
             conn.execute(_CHECKPOINT, row(change))
+        case RaiseFencingFloor():
+            conn.execute(_FLOOR, (str(change.floor),))
         case _:
             _apply_waiters(conn, names, change)
 

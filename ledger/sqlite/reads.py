@@ -103,6 +103,11 @@ class Reads:
         row = self._reading().execute(sql, (digest,)).fetchone()
         return None if row is None else str(row[0])
 
+    def fencing_floor(self) -> int:
+        sql = "SELECT value FROM meta WHERE key = 'fencing_floor'"
+        row = self._reading().execute(sql).fetchone()
+        return 0 if row is None else int(row[0])
+
 
 class LoopReads(Reads):
     """What the loop thread reads outside a transaction: pages of the log, keys, gauges."""
@@ -163,6 +168,10 @@ class SnapshotReads(Reads):
 class StateReads(Reads):
     """The state a decision reads inside the write transaction; names are looked up by their
     digests and opened from their sealed columns (``ledger/keys/sealing.py``)."""
+
+    def highest_token(self) -> int:
+        sql = "SELECT max(max_token) FROM state WHERE token = 0"
+        return int(self._reading().execute(sql).fetchone()[0] or 0)
 
     def request(self, tenant: str, request_id: str) -> RequestRecord | None:
         names = self._codec()

@@ -27,6 +27,7 @@ from ledger.changes import (
     PutLease,
     PutNodes,
     PutResource,
+    RaiseFencingFloor,
     RememberRequest,
     SetLeaseExpiry,
     row,
@@ -82,6 +83,12 @@ def _apply_rare(conn: sqlite3.Connection, names: NameCodec, change: Change) -> N
                 "INSERT OR IGNORE INTO checkpoints(tree_size, root_hash, timestamp, note, key_did)"
             )
             conn.execute(sql + " VALUES (?, ?, ?, ?, ?)", row(change))
+        case RaiseFencingFloor():
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES ('fencing_floor', ?) ON CONFLICT(key) DO"
+                " UPDATE SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                (str(change.floor),),
+            )
         case _:
             _apply_waiters(conn, names, change)
 
