@@ -64,6 +64,8 @@ def _run(args: argparse.Namespace, argv: list[str], command: list[str]) -> int:
         return backup_cli.backup_main(args)
     if args.command == "restore":
         return backup_cli.restore_main(args)
+    if args.command == "fence-floor":
+        return backup_cli.fence_floor_main(args)
     if args.command == "lease":
         return lease_main(args, command)
     if args.command == "mcp":

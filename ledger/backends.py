@@ -145,13 +145,15 @@ def claim_keys(data_dir: Path, fingerprint: str) -> None:
     claim(data_dir, fingerprint)
 
 
-def copy_ledger(source: Path, dest: Path, keys_dir: Path) -> int:
+def copy_ledger(
+    source: Path, dest: Path, keys_dir: Path, then: Callable[[Path], None] | None = None
+) -> int:
     """A copy of the SQLite ledger folder ``source`` as ``dest``, taken online and audited
-    against ``keys_dir`` before it appears; its entry count. ``StorageError`` saying why not
-    (``ledger/sqlite/backup.py``)."""
+    against ``keys_dir`` before it appears (``then`` runs on it first); its entry count.
+    ``StorageError`` saying why not (``ledger/sqlite/backup.py``)."""
     from ledger.sqlite.backup import copy_ledger as copy
 
-    return copy(source, dest, keys_dir)
+    return copy(source, dest, keys_dir, then)
 
 
 def served(data_dir: Path) -> bool:

@@ -19,10 +19,12 @@ import httpx
 import pytest
 
 from ledger.keys.keyring import signing_keys
-from tests.conftest import ROOT, Server, lease, rid
+from tests.conftest import ROOT, Server, lease, ledger_size, rid
 from verify.rfc9162 import leaf_hash
 
 NOW_MS = 1_767_225_600_000  # 2026-01-01, a fixed clock
+LOST = ("--log-size", "1000000")
+"""A restore's size of the lost log (tests/test_fencing_floor.py tests the fencing floor)."""
 Acked = tuple[int, str]
 """An acknowledged entry: its log index and leaf hash (base64), from the answer."""
 
@@ -165,6 +167,7 @@ def test_a_restored_ledger_keeps_fencing_tokens_increasing(
         for _ in range(2):
             taken = acquire(client, resource)
             lease(client, "release", resource=resource, ownerToken=taken["ownerToken"])
+        size = ledger_size(client)
     copied = int(str(taken["fencingToken"]))
     assert copied == 2
     assert backup(server, tmp_path / "copy").returncode == 0
@@ -172,7 +175,16 @@ def test_a_restored_ledger_keeps_fencing_tokens_increasing(
     restored = Server(tmp_path / "restored")
     shutil.copytree(server.root / "keys", restored.root / "keys")
     keys = restored.root / "keys"
-    done = tenure("restore", tmp_path / "copy", "--data", restored.data, "--keys", keys)
+    done = tenure(
+        "restore",
+        tmp_path / "copy",
+        "--data",
+        restored.data,
+        "--keys",
+        keys,
+        "--log-size",
+        str(size),
+    )
     assert done.returncode == 0, done.stderr
     restored.start()
     try:
@@ -189,17 +201,17 @@ def test_restore_refuses_what_does_not_audit_and_occupied_folders(
     assert backup(loaded, copy).returncode == 0
     refused = backup(loaded, copy)
     assert refused.returncode == 2 and f"DEST {copy} exists" in refused.stderr
-    served = tenure("restore", copy, "--data", loaded.data, "--keys", keys)
+    served = tenure("restore", copy, "--data", loaded.data, "--keys", keys, *LOST)
     assert served.returncode == 2 and "a running server serves" in served.stderr
     occupied = tmp_path / "occupied"
     occupied.mkdir()
     (occupied / "notes.txt").write_text("mine")
-    full = tenure("restore", copy, "--data", occupied, "--keys", keys)
+    full = tenure("restore", copy, "--data", occupied, "--keys", keys, *LOST)
     assert full.returncode == 2 and "is not empty" in full.stderr
     assert [p.name for p in occupied.iterdir()] == ["notes.txt"]
     other_keys = tmp_path / "other-keys"
     signing_keys(other_keys, NOW_MS)  # a keys folder that never signed this log
-    foreign = tenure("restore", copy, "--data", tmp_path / "a", "--keys", other_keys)
+    foreign = tenure("restore", copy, "--data", tmp_path / "a", "--keys", other_keys, *LOST)
     assert foreign.returncode == 1 and "does not audit" in foreign.stderr
     assert not (tmp_path / "a").exists()
 
@@ -219,7 +231,7 @@ def test_a_tampered_copy_is_refused(loaded: Server, tmp_path: Path) -> None:
     assert data.count(leaf) == 1
     at = data.index(leaf) + len(leaf) // 2
     database.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1 :])
-    done = tenure("restore", copy, "--data", tmp_path / "restored", "--keys", keys)
+    done = tenure("restore", copy, "--data", tmp_path / "restored", "--keys", keys, *LOST)
     assert done.returncode == 1 and "does not audit" in done.stderr
     assert not (tmp_path / "restored").exists()
     assert not list(tmp_path.glob(".restored.partial-*"))

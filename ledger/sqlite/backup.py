@@ -17,6 +17,7 @@ import shutil
 import sqlite3
 import tempfile
 import time
+from collections.abc import Callable
 from io import TextIOWrapper
 from pathlib import Path
 from urllib.parse import quote
@@ -41,9 +42,12 @@ class CopyRefused(StorageError):
     """The copy could not be taken or did not audit; nothing was left at the destination."""
 
 
-def copy_ledger(source: Path, dest: Path, keys_dir: Path) -> int:
+def copy_ledger(
+    source: Path, dest: Path, keys_dir: Path, then: Callable[[Path], None] | None = None
+) -> int:
     """Copy the ledger folder ``source`` to ``dest`` (absent or an empty folder), verified
-    against the signing keys in ``keys_dir``; returns the copy's entry count."""
+    against the signing keys in ``keys_dir``; returns the copy's entry count. ``then`` runs on
+    the verified copy before it appears (a restore's fencing floor)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     _remove_dead_partials(dest)
     work = dest.parent / f".{dest.name}{PARTIAL}{os.getpid()}"
@@ -55,6 +59,9 @@ def copy_ledger(source: Path, dest: Path, keys_dir: Path) -> int:
             create_once(work / KEYS_FILE, fingerprint.read_bytes(), 0o644)
         _fsync(work)
         entries = _audit_copy(work, keys_dir)
+        if then is not None:
+            then(work)
+            _fsync(work)
         os.rename(work, dest)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
