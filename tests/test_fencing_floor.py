@@ -3,8 +3,8 @@
 Real servers over sockets, real SQLite files: a copy taken under load, more grants after it on
 old and new resources, the copy restored with the lost log's size, and every grant of the
 restored server above every token handed out before — its ledger still audits. A restore
-without the size, or with one below the copy's, is refused; the floor never lowers; the rule
-itself in the pure machine."""
+without the size, or with one below the copy's, is refused; the floor never lowers;
+`tenure fence-floor` on a PostgreSQL ledger; the rule itself in the pure machine."""
 
 from __future__ import annotations
 
@@ -127,3 +127,25 @@ def test_rule_2_grants_above_the_floor_and_above_a_higher_max_token() -> None:
     assert grant(fresh, 5) == 6 and grant(fresh, 5) == 7  # the floor once, then rule 2
     assert grant(known, 5) == 10  # a max_token above the floor wins
     assert grant(Resource("t", "none"), 0) == 1
+
+
+def test_fence_floor_on_a_postgresql_ledger(tmp_path: Path, postgres_url: str) -> None:
+    server, name = Server(tmp_path, ["--database", postgres_url]).start(), rid("pg")
+    try:
+        with server.client() as client:
+            token = take(client, name, {})
+            size = ledger_size(client)
+    finally:
+        server.stop()
+    keys = server.root / "keys"
+    raised = tenure(
+        "fence-floor", "--database", postgres_url, "--keys", keys, "--log-size", str(size + 3)
+    )
+    assert raised.returncode == 0 and f"fencing floor {token + 3}" in raised.stderr
+    server.start()
+    try:
+        with server.client() as client:
+            assert take(client, name, {}) == token + 4
+            assert take(client, rid("pg-new"), {}) == token + 4
+    finally:
+        server.stop()
