@@ -97,9 +97,10 @@ def test_a_restore_needs_the_lost_logs_size_at_least_the_copys(
 def test_fence_floor_raises_a_stopped_folders_floor_and_keeps_it(
     fresh_server: Server, tmp_path: Path
 ) -> None:
-    server, name = fresh_server.start(), rid("floor")
+    server, name, held = fresh_server.start(), rid("floor"), rid("held")
     with server.client() as client:
         token = take(client, name, {})
+        assert acquire(client, held)["fencingToken"] == token  # live across the floor
         size = ledger_size(client)
     data, keys = server.data, server.root / "keys"
     busy = tenure("fence-floor", "--data", data, "--keys", keys, "--log-size", str(size + 5))
@@ -110,7 +111,12 @@ def test_fence_floor_raises_a_stopped_folders_floor_and_keeps_it(
     kept = tenure("fence-floor", "--data", data, "--keys", keys, "--log-size", str(size))
     assert kept.returncode == 0 and f"fencing floor {token + 5}" in kept.stderr  # nothing lost
     server.start()
+    revoked = tenure(
+        "lease", "revoke", held, "--reason", "restored", "--data", data, "--keys", keys
+    )
+    assert revoked.returncode == 0 and f"fencing token {token + 6} or more" in revoked.stderr
     with server.client() as client:
+        assert take(client, held, {}) == token + 6
         assert take(client, name, {}) == token + 6
         assert take(client, rid("fresh"), {}) == token + 6  # a resource the ledger never saw
 

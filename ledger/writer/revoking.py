@@ -62,7 +62,7 @@ def decide_revoke(d: Batch, order: RevokeOrder, now: int) -> Revoked:
     decision = leases.revoke(res, why, now, order.holder, order.fencing_token)
     ended = [e.lease for e in decision.events if e.kind is EventKind.REVOKE]
     if decision.outcome is not Outcome.RELEASED:
-        return Revoked(known=True, next_token=res.max_token + 1)  # nothing applied
+        return Revoked(known=True, next_token=_next(d, res.max_token))  # nothing applied
     first = d.recorder.tree.size + len(decision.events) - len(ended)  # after the expiries
     d.record(res, decision)  # and the grants to waiters it served come after the revokes
     return Revoked(
@@ -70,10 +70,15 @@ def decide_revoke(d: Batch, order: RevokeOrder, now: int) -> Revoked:
         tokens=tuple(lease.fencing_token for lease in ended),
         holders=tuple(lease.holder for lease in ended),
         indexes=tuple(range(first, first + len(ended))),
-        next_token=res.max_token + 1,
+        next_token=_next(d, res.max_token),
         operator=d.recorder.pseudonyms(order.tenant).operator(order.by),
         tree_size=d.recorder.tree.size,
     )
+
+
+def _next(d: Batch, max_token: int) -> int:
+    """The next grant's token (rule 2): above the resource's tokens and the fencing floor."""
+    return max(max_token, d.token_floor) + 1
 
 
 def run_revoke(
