@@ -57,16 +57,18 @@ def add_parsers(commands: Any) -> None:
         help="grant every fencing token above those a lost log handed out (after pg_restore)",
         epilog="Exit codes: 0 the floor is set; 1 the ledger could not be written; 2 bad usage.",
     )
-    _common(floor, "the ledger folder (no server on it)")
+    _common(floor, "the ledger folder (no server on it)", "the keys folder `tenure serve` used")
     add_database_option(floor)
     floor.add_argument("--log-size", type=_size, metavar="S", required=True, help=LOG_SIZE_HELP)
 
 
-def _common(command: argparse.ArgumentParser, data_help: str) -> None:
+def _common(
+    command: argparse.ArgumentParser,
+    data_help: str,
+    keys_help: str = "the key folder the copy is checked with",
+) -> None:
     command.add_argument("--data", type=Path, default=Path("data"), help=data_help)
-    command.add_argument(
-        "--keys", type=Path, default=Path("keys"), help="the key folder the copy is checked with"
-    )
+    command.add_argument("--keys", type=Path, default=Path("keys"), help=keys_help)
 
 
 def _size(value: str) -> int:
