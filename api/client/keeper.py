@@ -10,7 +10,8 @@ Rules (the shells in ``sync.py`` and ``aio.py`` only sleep and send):
 - a renewal without a known outcome is retried every ``ttl / 12`` (at least 50 ms) until it
   is confirmed or ``valid_until`` passes — then the lease is lost, and a confirmation that
   arrives later does not bring it back;
-- a ``LOST`` / ``NOT_ACTIVE`` answer loses it at once; after a loss nothing is renewed.
+- a ``LOST`` / ``NOT_ACTIVE`` answer loses it at once; after a loss nothing is renewed, and
+  leaving the block raises it (a lease past local expiry is lost, never released).
 """
 
 from __future__ import annotations
@@ -61,6 +62,13 @@ class Keeper:
     def expired(self, now: float) -> bool:
         """Lost, or past its local expiry without a confirmed renewal."""
         return self.lost is not None or now >= self.valid_until
+
+    def leave(self, now: float) -> LeaseLost | None:
+        """The loss to raise when the holder leaves at ``now``, recording a local expiry the
+        renewal loop has not declared yet; None: still held, so it is released."""
+        if self.lost is None and now >= self.valid_until:
+            self.lost = LeaseLost("the lease expired before its renewal was confirmed")
+        return self.lost
 
     def renewed(self, sent_at: float, now: float) -> LeaseLost | None:
         """Record a renewal sent at ``sent_at`` and confirmed at ``now``; return the loss if

@@ -313,8 +313,12 @@ class Lease:
             self._thread.join()
         keeper = self._keeper
         assert keeper is not None
-        if keeper.lost is not None:
-            raise keeper.lost
+        declared = keeper.lost
+        gone = keeper.leave(time.monotonic())
+        if gone is not None:
+            if declared is None:
+                self._report(gone)
+            raise gone
         try:
             answer = self.client.release(
                 self.resource, self.owner_token, fencing_token=self.fencing_token
