@@ -111,7 +111,7 @@ def test_a_grant_answered_late_is_confirmed_before_it_is_handed_out(
     went to another holder: entering the block raises LeaseLost instead of handing out a
     fencing token that is no longer good."""
     clock = [0.0]
-    monkeypatch.setattr("api.client.sync.time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr("api.client.held.time", types.SimpleNamespace(monotonic=lambda: clock[0]))
     resource, taken = rid("late"), []
 
     def delayed(document: Any) -> Any:

@@ -23,7 +23,7 @@ def fixed_clock(monkeypatch: pytest.MonkeyPatch, module: str) -> list[float]:
 def test_leaving_past_local_expiry_raises_and_releases_nothing(
     server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock, told = fixed_clock(monkeypatch, "api.client.sync"), []
+    clock, told = fixed_clock(monkeypatch, "api.client.held"), []
     resource = rid("exit")
     with Client(server.url) as client:
         with pytest.raises(LeaseLost), client.lease(resource, "w1", ttl=60, on_lost=told.append):
@@ -35,7 +35,7 @@ def test_leaving_past_local_expiry_raises_and_releases_nothing(
 def test_leaving_before_local_expiry_releases(
     server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock = fixed_clock(monkeypatch, "api.client.sync")
+    clock = fixed_clock(monkeypatch, "api.client.held")
     resource = rid("exit")
     with Client(server.url) as client:
         with client.lease(resource, "w1", ttl=60) as lease:

@@ -19,7 +19,8 @@ from api.client.errors import (
     TenureError,
     Unavailable,
 )
-from api.client.sync import Client, Lease
+from api.client.held import Lease
+from api.client.sync import Client
 
 __all__ = [
     "Answer",

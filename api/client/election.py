@@ -19,7 +19,8 @@ from api.client.keeper import OnLost
 from verify.defaults import WAIT_MAX_SECONDS
 
 if TYPE_CHECKING:
-    from api.client.sync import Client, Lease
+    from api.client.held import Lease
+    from api.client.sync import Client
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """When a held lease is renewed and when it counts as lost; pure, time is an argument.
 
-Rules (the shells in ``sync.py`` and ``aio.py`` only sleep and send):
+Rules (the shells in ``held.py`` and ``aio.py`` only sleep and send):
 
 - a lease is good until ``valid_until``: the moment its last grant or renewal was *sent*,
   plus the ttl (the server's clock started no earlier), so local expiry is never optimistic —
