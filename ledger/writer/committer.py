@@ -13,52 +13,28 @@ per-transaction state (``begin``, ``committed``, ``failed``) on the thread that 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
 from ledger import metrics
 from ledger.changes import Change
-from ledger.storage import Storage, StorageError, Transaction
+from ledger.storage import Storage, Transaction
+from ledger.writer.batch import (
+    BatchHooks,
+    Item,
+    Prepare,
+    RetryHooks,
+    UnitFailed,
+    prepare_all,
+    resolve,
+    resolve_early,
+    run_units,
+)
 from ledger.writer.strategy import WriterStrategy, writer_strategy
 
 T = TypeVar("T")
-Work = Sequence[Change] | Callable[[Transaction], Any]
-"""One caller's unit of work: changes to apply in order, or a function run in the transaction."""
-
-Prepare = Callable[[], object]
-"""Work a unit can do before the transaction: it must write nothing and decide nothing."""
-_Item = tuple[Work, "asyncio.Future[Any]", Prepare | None, "asyncio.Future[Any] | None"]
-"""A unit, the future that resolves once it is durable, its preparation, and the future that
-resolves as soon as its statements have run (:meth:`GroupCommitter.submit_early`)."""
-
-
-class BatchHooks(Protocol):
-    """Per-transaction state of whoever submits units (the lease service)."""
-
-    def begin(self, tx: Transaction) -> None: ...
-
-    def committed(self) -> None: ...
-
-    def failed(self, error: BaseException) -> None: ...
-
-
-@runtime_checkable
-class RetryHooks(Protocol):
-    """Hooks that can start a batch over: its transaction was rolled back, to be tried again
-    without a unit that raised (the writer thread's batches, docs/decisions/0036)."""
-
-    def abandoned(self) -> None: ...
-
-
-class UnitFailed(Exception):
-    """The unit at ``index`` raised (its error is the cause): its transaction is rolled back."""
-
-    def __init__(self, index: int) -> None:
-        super().__init__(f"unit {index} of the batch failed")
-        self.index = index
 
 
 class GroupCommitter:
@@ -76,14 +52,14 @@ class GroupCommitter:
         self._loop = loop
         self._hooks = hooks
         self._retry = hooks if isinstance(hooks, RetryHooks) else None
-        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
         self._last: asyncio.Future[Any] | None = None
         self.failure: BaseException | None = None
         """The error of the last commit if it failed; ``None`` once a commit succeeds again."""
         self.commits = 0
         self._stopping = False
         self._turns = (writer_strategy(storage) if strategy is None else strategy).turns()
-        self._units: list[_Item] = []
+        self._units: list[Item] = []
         """The loop's units waiting for its next turn (with lent turns)."""
         self._asked = False
         """Whether a turn not yet run has been asked for (or is about to be)."""
@@ -150,11 +126,11 @@ class GroupCommitter:
         self._queue.put(None)
         self._thread.join()
 
-    def _put(self, item: _Item) -> None:
+    def _put(self, item: Item) -> None:
         if self._turns is None:
             self._queue.put(item)
             return
-        _prepare([item])  # here, on the loop, outside the lock
+        prepare_all([item])  # here, on the loop, outside the lock
         self._units.append(item)
         if not self._asked:
             self._asked = True
@@ -183,7 +159,7 @@ class GroupCommitter:
         self._asked = bool(self._units)
         if self._asked:
             self._ask()
-        _resolve(batch, results, error)
+        resolve(batch, results, error)
 
     def _ask(self) -> None:
         """Ask the helper for a turn (the queue's item is only its signal). The first unit
@@ -200,13 +176,13 @@ class GroupCommitter:
                 return
             batch = [item]
             self._stopping = self._drain(batch)
-            _prepare(batch)
+            prepare_all(batch)
             results, error = self._commit_units(batch)
-            self._loop.call_soon_threadsafe(_resolve, batch, results, error)
+            self._loop.call_soon_threadsafe(resolve, batch, results, error)
             if self._stopping:
                 return
 
-    def _drain(self, batch: list[_Item]) -> bool:
+    def _drain(self, batch: list[Item]) -> bool:
         while True:
             try:
                 item = self._queue.get_nowait()
@@ -216,7 +192,7 @@ class GroupCommitter:
                 return True
             batch.append(item)
 
-    def _commit_units(self, batch: list[_Item]) -> tuple[list[Any], BaseException | None]:
+    def _commit_units(self, batch: list[Item]) -> tuple[list[Any], BaseException | None]:
         """The writer thread's commit of ``batch`` (late units join it). A unit that raises
         fails alone: the transaction is rolled back and the other units are tried once more
         without it, so one bad decision does not cost its group; if that fails too, they fail.
@@ -225,10 +201,10 @@ class GroupCommitter:
         if not isinstance(error, UnitFailed):
             return results, error
         failed = batch.pop(error.index)
-        self._loop.call_soon_threadsafe(_resolve, [failed], [], error.__cause__)
+        self._loop.call_soon_threadsafe(resolve, [failed], [], error.__cause__)
         return self._commit(batch, metrics.commit_started())
 
-    def _join_late(self, batch: list[_Item]) -> None:
+    def _join_late(self, batch: list[Item]) -> None:
         """Units queued while the batch waited for the ledger's lock join it: one fsync for them
         too, where they would wait out another writer's turn again (docs/decisions/0012).
         Their ``prepare`` runs now, inside the transaction, before the batch is decided."""
@@ -236,10 +212,10 @@ class GroupCommitter:
             return
         first = len(batch)
         self._stopping = self._drain(batch)
-        _prepare(batch[first:])
+        prepare_all(batch[first:])
 
     def _commit(
-        self, batch: list[_Item], started: float | None = None, join_late: bool = False
+        self, batch: list[Item], started: float | None = None, join_late: bool = False
     ) -> tuple[list[Any], BaseException | None]:
         """One transaction for ``batch``; ``started``: when its wait for the lock began;
         ``join_late``: the writer thread's units queued meanwhile join it (on lent turns the
@@ -254,10 +230,10 @@ class GroupCommitter:
                     self._join_late(batch)
                 if hooks is not None:
                     hooks.begin(tx)
-                results = _run_units(tx, batch, join_late and self._retry is not None)
+                results = run_units(tx, batch, join_late and self._retry is not None)
                 if any(item[3] is not None for item in batch):
                     tx.flush()  # the callers work on their answers during the commit alone
-                    self._loop.call_soon_threadsafe(_early, batch, results)
+                    self._loop.call_soon_threadsafe(resolve_early, batch, results)
         except UnitFailed as error:  # rolled back, nothing written: the batch starts over
             assert self._retry is not None
             self._retry.abandoned()
@@ -274,48 +250,3 @@ class GroupCommitter:
         if hooks is not None:
             hooks.committed()
         return results, None
-
-
-def _prepare(batch: list[_Item]) -> None:
-    for _, _, prepare, _ in batch:
-        if prepare is not None:
-            with contextlib.suppress(Exception):  # a cache stays cold; the unit meets it again
-                prepare()
-
-
-def _run_units(tx: Transaction, batch: list[_Item], isolate: bool) -> list[Any]:
-    if not isolate:
-        return [_run_work(tx, work) for work, _, _, _ in batch]
-    results = []
-    for n, (work, _, _, _) in enumerate(batch):
-        try:
-            results.append(_run_work(tx, work))
-        except Exception as error:
-            raise UnitFailed(n) from error
-    return results
-
-
-def _run_work(tx: Transaction, work: Work) -> Any:
-    if callable(work):
-        return work(tx)
-    apply = tx.apply
-    for change in work:
-        apply(change)
-    return None
-
-
-def _early(batch: list[_Item], results: list[Any]) -> None:
-    for n, (_, _, _, early) in enumerate(batch):
-        if early is not None and not early.done():
-            early.set_result(results[n])
-
-
-def _resolve(batch: list[_Item], results: list[Any], error: BaseException | None) -> None:
-    for n, (_, future, _, early) in enumerate(batch):
-        for one in (future, early):
-            if one is None or one.done():
-                continue
-            if error is None:
-                one.set_result(results[n])
-            else:
-                one.set_exception(StorageError(str(error)))
