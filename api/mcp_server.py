@@ -1,5 +1,5 @@
 """tenure's MCP server on the official ``mcp`` SDK (low-level ``Server``: the tool schemas are
-ours, as strict as the HTTP API, see ``api/mcp_tools.py``), built on ``AsyncClient``.
+ours, as strict as the HTTP API, see ``api/mcp_schema.py``), built on ``AsyncClient``.
 
 ``build_server(client_for)`` makes the server for any transport: ``tenure mcp`` runs it over
 stdio with one client; ``tenure serve`` serves it at ``/mcp`` (``api/mcp_mount.py``) with a
@@ -38,7 +38,8 @@ from api.client import (
 )
 from api.client.core import new_request_id
 from api.client.trust import Trust
-from api.mcp_tools import BY_NAME, OUTPUT_SCHEMA, RULES, TOOLS, ToolSpec, with_resource
+from api.mcp_schema import OUTPUT_SCHEMA, RULES, ToolSpec, with_resource
+from api.mcp_tools import BY_NAME, TOOLS
 from verify.defaults import VERSION
 
 ClientFor = Callable[

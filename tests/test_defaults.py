@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from api import lease_run, mcp_tools, refusals
+from api import lease_run, mcp_schema, refusals
 from api.app import create_app
 from api.client import AsyncClient, Client
 from api.settings import Settings
@@ -39,15 +39,15 @@ def test_the_default_ttl_is_the_clients_the_mcp_tools_and_lease_runs() -> None:
         assert inspect.signature(method).parameters["ttl"].default == DEFAULT_TTL_SECONDS
     run = _lease_parser().parse_args(["lease", "run", "r"])
     assert run.ttl == DEFAULT_TTL_SECONDS
-    described = mcp_tools.FIELDS["ttlSeconds"]["description"]
+    described = mcp_schema.FIELDS["ttlSeconds"]["description"]
     assert f"default {DEFAULT_TTL_SECONDS};" in described
 
 
 def test_the_ceilings_are_the_settings_the_refusals_and_the_schemas(tmp_path: Path) -> None:
     assert refusals._RANGES["ttlSeconds"] == (1, TTL_CEILING_SECONDS)
     assert refusals._RANGES["deadSeconds"] == (0, DEAD_CEILING_SECONDS)
-    assert mcp_tools.FIELDS["ttlSeconds"]["maximum"] == TTL_CEILING_SECONDS
-    assert mcp_tools.FIELDS["deadSeconds"]["maximum"] == DEAD_CEILING_SECONDS
+    assert mcp_schema.FIELDS["ttlSeconds"]["maximum"] == TTL_CEILING_SECONDS
+    assert mcp_schema.FIELDS["deadSeconds"]["maximum"] == DEAD_CEILING_SECONDS
     settings = Settings(data_dir=tmp_path / "data", keys_dir=tmp_path / "keys")
     assert settings.lifecycle_seconds == DEFAULT_LIFECYCLE_SECONDS
     app = create_app(settings)
