@@ -95,3 +95,10 @@ def resolve(batch: list[Item], results: list[Any], error: BaseException | None) 
                 one.set_result(results[n])
             else:
                 one.set_exception(StorageError(str(error)))
+
+
+def unattended(future: asyncio.Future[Any]) -> None:
+    """A done-callback for a unit nobody awaits: its failure is reported by the service's
+    ``healthy``, not logged by asyncio as never retrieved."""
+    if not future.cancelled():
+        future.exception()

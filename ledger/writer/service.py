@@ -22,7 +22,6 @@ from ledger.lease import replay, sweeper, waits
 from ledger.lease.answers import Position
 from ledger.lease.calls import (
     Answer,
-    KeyRevoked,
     LeaseCall,
     Limits,
     StorageUnavailable,
@@ -35,6 +34,8 @@ from ledger.lease.ops import may_wait
 from ledger.log.merkle import root_at
 from ledger.log.text import b64, iso
 from ledger.storage import Storage, StorageError, Transaction
+from ledger.writer import waiting
+from ledger.writer.batch import unattended
 from ledger.writer.committer import GroupCommitter
 from ledger.writer.strategy import WriterStrategy, writer_strategy
 
@@ -134,7 +135,7 @@ class LeaseService:
             work = self.committer.submit(lambda _: decider.lease(call, now, waiter), prepare)
             answer = await self.durable(work)
             if answer is None:
-                answer = await self._wait(waiter)
+                answer = await waiting.until_granted(self, waiter)
         finally:
             decider.local.pop(waiter.waiter_id, None)
         return self._cite(answer)
@@ -152,7 +153,7 @@ class LeaseService:
         early, durable = self.committer.submit_early(
             lambda _: decider.lease(call, now, None), self._warm(call)
         )
-        durable.add_done_callback(_retrieve)  # a batch that failed early fails both: one raises
+        durable.add_done_callback(unattended)  # a batch that failed early fails both: one raises
         answer: Answer = await self.durable(early)
         if answer.cite or answer.data.get("replayed"):
             await self.durable(durable)
@@ -189,49 +190,10 @@ class LeaseService:
 
     # -- waiting (rule 9) -------------------------------------------------------------------
 
-    async def _wait(self, waiter: Waiter) -> Answer:
-        seconds = min(waiter.call.wait_seconds or 30, self.limits.wait_max_seconds)
-        decider = self.decider
-        try:
-            return await asyncio.wait_for(asyncio.shield(waiter.future), seconds)
-        except asyncio.CancelledError:
-            if waiter.future.cancelled() and not _cancelling():
-                # The service stopped, not the caller: 503 unknown.
-                raise StorageUnavailable("the wait ended as the service stopped") from None
-            waiter.future.cancel()  # the caller is gone: grant it no slot later
-            self.committer.submit(lambda _: waits.leave(decider.batch, waiter)).add_done_callback(
-                _retrieve
-            )
-            raise
-        except TimeoutError:
-            final = self.committer.submit(
-                lambda _: waits.collect(decider.batch, waiter, self.clock(), True)
-            )
-            answer: Answer | None = await self.durable(final)
-            if answer is None:  # collect refused it: its key was revoked
-                raise waiter.refused or KeyRevoked() from None
-            return answer
-
     def wake(self, waiter_id: str) -> None:
         """Another process granted this process's waiter: collect the answer from its row."""
-        decider = self._decider
-        waiter = None if decider is None else decider.local.get(waiter_id)
-        if decider is None or waiter is None or waiter.future.done():
-            return
-        work = self.committer.submit(
-            lambda _: waits.collect(decider.batch, waiter, self.clock(), False)
-        )
-
-        def deliver(done: asyncio.Future[Answer | None]) -> None:
-            if done.cancelled() or done.exception() is not None or waiter.future.done():
-                return  # the deadline's re-check still collects it
-            answer = done.result()
-            if waiter.refused is not None:
-                waiter.future.set_exception(waiter.refused)
-            elif answer is not None:
-                waiter.future.set_result(answer)
-
-        work.add_done_callback(deliver)
+        if self._decider is not None:  # not started (or stopped): nobody waits here
+            waiting.collect_woken(self, self._decider, waiter_id)
 
     def purge_dead_waiters(self, dead: Callable[[list[str]], list[str]]) -> asyncio.Future[None]:
         """The leader's round: drop the waiters of worker processes that died."""
@@ -285,23 +247,12 @@ class LeaseService:
         """Queue one sweep at ``now``; nobody need await it (a failure marks the service
         unhealthy until a later commit succeeds), but the future says when it is durable."""
         future: asyncio.Future[None] = self.committer.submit(self._sweep_work(now))
-        future.add_done_callback(_retrieve)
+        future.add_done_callback(unattended)
         return future
 
     def _sweep_work(self, now: int) -> Callable[[Transaction], None]:
         decider, horizon = self.decider, self.limits.idempotency_seconds * 1000
         return lambda _: sweeper.sweep(decider.batch, now, horizon)
-
-
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    """An unattended unit's failure is reported by :attr:`LeaseService.healthy`."""
-    if not future.cancelled():
-        future.exception()
-
-
-def _cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 VERSIONS = {
