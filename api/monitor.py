@@ -26,7 +26,8 @@ from api.tls_options import add_client_tls_options, client_tls_problem
 from api.witness_server import listen_address
 from verify import ijson
 from verify.errors import MalformedInput
-from verify.monitor import Finding, Monitor, MonitorState, Seen, Violation, proof_hashes
+from verify.monitor import Monitor
+from verify.monitor_state import Finding, MonitorState, Seen, Violation, proof_hashes
 
 if TYPE_CHECKING:
     from api.witness import Witness

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from verify import ijson
 from verify.errors import MalformedInput
-from verify.monitor import Finding, Monitor, Seen
+from verify.monitor import Monitor
+from verify.monitor_state import Finding, Seen
 
 if TYPE_CHECKING:
     import httpx

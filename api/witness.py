@@ -33,7 +33,7 @@ from api.files import atomic_write
 from ledger.keys.keyring import write_private
 from verify.cosignature import cosign, cosignature_vkey
 from verify.errors import MalformedInput, ProofError
-from verify.monitor import Finding, Seen, Violation, seen_of
+from verify.monitor_state import Finding, Seen, Violation, seen_of
 from verify.note import check_key_name
 from verify.rfc9162 import verify_consistency
 

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 from api.monitor_log import Unavailable, advance
 from verify.errors import MalformedInput, ProofError, SignatureError
-from verify.monitor import Monitor, MonitorState, Seen, Violation, seen_of
+from verify.monitor import Monitor
+from verify.monitor_state import MonitorState, Seen, Violation, seen_of
 from verify.multikey import public_key_from_did
 from verify.note import verify_note
 from verify.rfc9162 import verify_consistency

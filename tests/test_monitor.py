@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.serialization import (
 from api.cli import main
 from tests.conftest import ROOT, Server, lease, rid
 from verify.cosignature import verify_cosignature
-from verify.monitor import MonitorState
+from verify.monitor_state import MonitorState
 from verify.multikey import public_key_from_did
 from verify.note import verify_note
 
