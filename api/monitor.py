@@ -16,12 +16,12 @@ import math
 import signal
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from api.files import atomic_write
 from api.monitor_log import Log, Unavailable, advance
+from api.monitor_report import Reporter
 from api.tls_options import add_client_tls_options, client_tls_problem
 from api.witness_server import listen_address
 from verify import ijson
@@ -230,55 +230,6 @@ def keyring_dids(keyring: Any) -> list[str]:
 def save_state(path: Path, state: MonitorState) -> None:
     """Replace ``path`` atomically and durably: a crash leaves the old state or the new one."""
     atomic_write(path, json.dumps(state.as_data(), indent=1).encode() + b"\n")
-
-
-class Reporter:
-    """Events as JSON lines (--json) or as lines for a person."""
-
-    def __init__(self, out: TextIO, as_json: bool) -> None:
-        self.out, self.as_json = out, as_json
-
-    def event(self, kind: str, **fields: Any) -> None:
-        if self.as_json:
-            print(json.dumps({"event": kind, **fields}, ensure_ascii=False), file=self.out)
-        else:
-            print(_TEXT.get(kind, _plain)(kind, fields), file=self.out)
-        self.out.flush()
-
-    def checkpoint(self, new: Seen, added: int, cosigned: bool) -> None:
-        root = new.as_data()["rootHash"]
-        fields = {"origin": new.origin, "treeSize": new.size, "rootHash": root}
-        self.event("checkpoint", **fields, newEntries=added, cosigned=cosigned)
-
-
-def _plain(kind: str, fields: dict[str, Any]) -> str:
-    return f"{kind}: " + ", ".join(f"{k}={v}" for k, v in fields.items())
-
-
-def _violation(kind: str, fields: dict[str, Any]) -> str:
-    where = "" if fields.get("index") is None else f"entry {fields['index']}: "
-    line = f"VIOLATION {where}{fields['check']}: {fields['message']}"
-    if fields.get("evidence") is not None:
-        line += "\nevidence: " + json.dumps(fields["evidence"], indent=2, ensure_ascii=False)
-    return line
-
-
-def _checkpoint(kind: str, fields: dict[str, Any]) -> str:
-    extra = ", cosigned" if fields["cosigned"] else ""
-    return f"checkpoint {fields['treeSize']} verified (+{fields['newEntries']} entries){extra}"
-
-
-def _start(kind: str, fields: dict[str, Any]) -> str:
-    keys = ", ".join(fields["trusted"])
-    where = f"watching {fields['url']} from tree size {fields['treeSize']}"
-    return f"{where}; trusting {keys} ({fields['trust']})"
-
-
-_TEXT: dict[str, Callable[[str, dict[str, Any]], str]] = {
-    "start": _start,
-    "violation": _violation,
-    "checkpoint": _checkpoint,
-}
 
 
 def _size(state: MonitorState) -> int:
