@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 class Lease:
     """A lease held for a ``with`` block: ``fencing_token`` to pass to the store you write to,
-    ``receipts`` of every answer, ``lost`` once it is gone (then ``on_lost`` is called from
-    the renewal thread, and leaving the block raises LeaseLost)."""
+    ``receipts`` of every answer, ``lost`` once it is gone or past its local expiry (then
+    ``on_lost`` is called once, and leaving the block raises LeaseLost, releasing nothing)."""
 
     def __init__(
         self,
