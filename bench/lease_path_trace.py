@@ -22,7 +22,7 @@ SKIP = (
     "ledger/sqlite/",
     "ledger/postgres/",
     "ledger/writer/committer.py",
-    "ledger/writer/batch.py",
+    "ledger/writer/units.py",
     "ledger/metrics.py",
     "ledger/lru.py",
 )

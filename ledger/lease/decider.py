@@ -34,7 +34,7 @@ from ledger.storage import Transaction
 
 
 class Decider:
-    """The writer's lasting state; implements :class:`~ledger.writer.batch.BatchHooks`."""
+    """The writer's lasting state; implements :class:`~ledger.writer.units.BatchHooks`."""
 
     def __init__(
         self,

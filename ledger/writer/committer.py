@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 from ledger import metrics
 from ledger.changes import Change
 from ledger.storage import Storage, Transaction
-from ledger.writer.batch import (
+from ledger.writer.strategy import WriterStrategy, writer_strategy
+from ledger.writer.units import (
     BatchHooks,
     Item,
     Prepare,
@@ -32,7 +33,6 @@ from ledger.writer.batch import (
     resolve_early,
     run_units,
 )
-from ledger.writer.strategy import WriterStrategy, writer_strategy
 
 T = TypeVar("T")
 

@@ -35,9 +35,9 @@ from ledger.log.merkle import root_at
 from ledger.log.text import b64, iso
 from ledger.storage import Storage, StorageError, Transaction
 from ledger.writer import waiting
-from ledger.writer.batch import unattended
 from ledger.writer.committer import GroupCommitter
 from ledger.writer.strategy import WriterStrategy, writer_strategy
+from ledger.writer.units import unattended
 
 
 @dataclass

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 from ledger.lease import waits
 from ledger.lease.calls import Answer, KeyRevoked, Limits, StorageUnavailable, Waiter
 from ledger.lease.decider import Decider
-from ledger.writer.batch import unattended
 from ledger.writer.committer import GroupCommitter
+from ledger.writer.units import unattended
 
 
 class LeaseService(Protocol):
