@@ -34,7 +34,7 @@ from ledger.lease.ops import may_wait
 from ledger.log.merkle import root_at
 from ledger.log.text import b64, iso
 from ledger.storage import Storage, StorageError, Transaction
-from ledger.writer import waiting
+from ledger.writer import blocking
 from ledger.writer.committer import GroupCommitter
 from ledger.writer.strategy import WriterStrategy, writer_strategy
 from ledger.writer.units import unattended
@@ -135,7 +135,7 @@ class LeaseService:
             work = self.committer.submit(lambda _: decider.lease(call, now, waiter), prepare)
             answer = await self.durable(work)
             if answer is None:
-                answer = await waiting.until_granted(self, waiter)
+                answer = await blocking.until_granted(self, waiter)
         finally:
             decider.local.pop(waiter.waiter_id, None)
         return self._cite(answer)
@@ -193,7 +193,7 @@ class LeaseService:
     def wake(self, waiter_id: str) -> None:
         """Another process granted this process's waiter: collect the answer from its row."""
         if self._decider is not None:  # not started (or stopped): nobody waits here
-            waiting.collect_woken(self, self._decider, waiter_id)
+            blocking.collect_woken(self, self._decider, waiter_id)
 
     def purge_dead_waiters(self, dead: Callable[[list[str]], list[str]]) -> asyncio.Future[None]:
         """The leader's round: drop the waiters of worker processes that died."""
