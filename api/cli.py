@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from api import admin_cli, backup_cli, extras, monitor, serve_cli
 from api.lease_run import add_lease_parser, lease_main, split_command
@@ -48,28 +49,25 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+_MAINS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "apikey": admin_cli.apikey_main,
+    "keys": admin_cli.keys_main,
+    "export": admin_cli.export_main,
+    "audit": admin_cli.audit_main,
+    "backup": backup_cli.backup_main,
+    "restore": backup_cli.restore_main,
+    "fence-floor": backup_cli.fence_floor_main,
+    "mcp": mcp_main,
+    "monitor": monitor.run,
+}
+"""The subcommands whose main takes only the parsed arguments."""
+
+
 def _run(args: argparse.Namespace, argv: list[str], command: list[str]) -> int:
     """The subcommand's own main."""
     if args.command == "serve":
         return serve_cli.serve_main(args, argv[1:])
-    if args.command == "apikey":
-        return admin_cli.apikey_main(args)
-    if args.command == "keys":
-        return admin_cli.keys_main(args)
-    if args.command == "export":
-        return admin_cli.export_main(args)
-    if args.command == "audit":
-        return admin_cli.audit_main(args)
-    if args.command == "backup":
-        return backup_cli.backup_main(args)
-    if args.command == "restore":
-        return backup_cli.restore_main(args)
-    if args.command == "fence-floor":
-        return backup_cli.fence_floor_main(args)
     if args.command == "lease":
         return lease_main(args, command)
-    if args.command == "mcp":
-        return mcp_main(args)
-    if args.command == "monitor":
-        return monitor.run(args)
-    return 2
+    main = _MAINS.get(args.command)
+    return 2 if main is None else main(args)
