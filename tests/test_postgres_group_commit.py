@@ -107,8 +107,8 @@ def test_a_failing_decision_costs_only_itself(
 ) -> None:
     real = Recorder.record
 
-    def record(self: Recorder, res: Resource, decision: Decision) -> Any:
-        recorded = real(self, res, decision)  # its entry, nodes and rows are in the group
+    def record(self: Recorder, res: Resource, decision: Decision, positioned: bool = True) -> Any:
+        recorded = real(self, res, decision, positioned)  # its entry, nodes, rows are in the group
         if res.name == "poison":
             raise RuntimeError("this decision fails after it was recorded")
         return recorded

@@ -12,8 +12,8 @@ from ledger.lease.calls import LeaseCall
 from tests.test_rules_in_process import Clock, acquire, kinds, run, service
 
 
-def _statements_to_sweep(tmp_path: Path, leases: int) -> int:
-    """SQL statements the writer runs to record ``leases`` expiries in one sweep."""
+def _statements_to_sweep(tmp_path: Path, leases: int) -> list[str]:
+    """The SQL statements the writer runs to record ``leases`` expiries in one sweep."""
     counted: list[str] = []
 
     async def scenario() -> None:
@@ -28,16 +28,23 @@ def _statements_to_sweep(tmp_path: Path, leases: int) -> int:
             assert kinds(svc).count("expire") == leases
 
     run(scenario)
-    return len(counted)
+    return counted
 
 
 def test_a_sweep_writes_its_expiries_together_not_one_by_one(tmp_path: Path) -> None:
-    few = _statements_to_sweep(tmp_path / "few", 10)
-    many = _statements_to_sweep(tmp_path / "many", 70)
+    few = len(_statements_to_sweep(tmp_path / "few", 10))
+    many = len(_statements_to_sweep(tmp_path / "many", 70))
     per_expiry = (many - few) / 60
-    assert per_expiry < 3, (
-        f"{per_expiry:.1f} statements per expiry"
-    )  # each dropped lease row is one
+    assert per_expiry <= 1.1, f"{per_expiry:.1f} statements per expiry"  # its lease row's DELETE
+
+
+def test_an_expiry_leaves_its_resource_row_alone_and_waiters_are_asked_once(
+    tmp_path: Path,
+) -> None:
+    statements = _statements_to_sweep(tmp_path, 12)
+    assert sum(s.startswith("DELETE FROM state") for s in statements) == 12
+    assert not [s for s in statements if s.startswith(("INSERT INTO state", "UPDATE state"))]
+    assert sum(" FROM waiters" in s for s in statements) == 1  # nobody waits: one read says so
 
 
 def test_waiters_of_resources_expiring_together_are_served_in_the_sweep(tmp_path: Path) -> None:

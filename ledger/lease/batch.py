@@ -35,7 +35,7 @@ from ledger.lease.calls import (
 )
 from ledger.lease.leases import Decision, EventKind, Outcome, Resource
 from ledger.lease.ops import ACQUIRING, Op
-from ledger.lease.recorder import Recorder
+from ledger.lease.recorder import Recorded, Recorder, resource_change
 from ledger.lease.tokens import default_holder
 from ledger.storage import Transaction
 
@@ -74,23 +74,25 @@ class Batch:
     __slots__ = (
         *("tx", "recorder", "limits", "worker", "local", "floor", "served", "serving", "freed"),
         "token_floor",
-        *("_cache", "_fresh", "_master", "_base", "_serve_waiters", "_rng"),
+        *("_cache", "_rows", "_fresh", "_master", "_base", "_serve_waiters", "_rng"),
     )
 
     def __init__(
         self,
         tx: Transaction,
         shared: Shared,
-        cache: dict[Key, Resource],
         fresh: list[str],
         floor: int,
         token_floor: int = 0,
     ) -> None:
-        """``cache``: the resources read ahead; ``fresh``: owner tokens drawn before the lock
+        """``fresh``: owner tokens drawn before the lock
         was taken, one per call that may need one; ``floor``: the latest entry time (ms) the
         log holds, before which nothing is decided (DESIGN §6); ``token_floor``: the ledger's
         fencing floor, above which every grant's token is (rule 2)."""
-        self.tx, self._cache, self._fresh, self.floor = tx, cache, fresh, floor
+        self.tx, self._fresh, self.floor = tx, fresh, floor
+        self._cache: dict[Key, Resource] = {}
+        """The resources read, shared by every call of the batch (calls on one resource see
+        each other)."""
         self.token_floor = token_floor
         self.recorder, self.limits, self.worker = shared.recorder, shared.limits, shared.worker
         self.local, self._master, self._base = shared.local, shared.master, shared.base
@@ -98,6 +100,8 @@ class Batch:
         self.served: list[tuple[str, str]] = []
         """The waiters granted or refused here, by worker: woken after the commit."""
         self.serving: set[Key] = set()
+        self._rows: dict[Key, tuple[object, ...]] = {}
+        """Each resource's row as storage holds it (:func:`_row_of`), where it has one."""
         self.freed: dict[Key, int] | None = None
         """While a sweep records, the resources it freed and when: served after, not each
         between two expiries, so the held-back rows are written together."""
@@ -107,7 +111,11 @@ class Batch:
         key = (tenant, name)
         res = self._cache.get(key)
         if res is None:
-            res = self.tx.resource(tenant, name) or Resource(tenant, name)
+            res = self.tx.resource(tenant, name)
+            if res is None:
+                res = Resource(tenant, name)
+            else:
+                self._rows[key] = _row_of(res)
             self._cache[key] = res
         return res
 
@@ -116,8 +124,18 @@ class Batch:
         wanted = [key for key in dict.fromkeys(keys) if key not in self._cache]
         if wanted:
             found = self.tx.resources(wanted)
+            self.adopt(found)
             for key in wanted:
-                self._cache[key] = found.get(key) or Resource(*key)
+                if key not in found:
+                    self._cache[key] = Resource(*key)
+
+    def adopt(self, found: dict[Key, Resource]) -> None:
+        """Resources read from storage: shared by the batch's calls, their rows noted as stored
+        (a decision that leaves a row as it was does not write it again)."""
+        self._cache.update(found)
+        rows = self._rows
+        for key, res in found.items():
+            rows[key] = _row_of(res)
 
     def at(self, now: int) -> int:
         """The time a decision is taken at: ``now``, unless the log already holds a later
@@ -185,7 +203,8 @@ class Batch:
     ) -> Answer:
         """Record the decision's events, render the answer, remember it (rule 12), and serve
         the resource's waiters if a slot freed."""
-        position, entry, names = self.record(res, decision)
+        recorded = self._record(res, decision, True)
+        position, entry, names = recorded.position, recorded.entry, recorded.names
         data = self.render(call, res, decision, now, position)
         granted = decision.outcome is Outcome.GRANTED
         if digest is not None and decision.changed:
@@ -195,22 +214,29 @@ class Batch:
             self.tx.apply(remembered)
         return Answer(data, decision.outcome, granted, entry, names, token if granted else None)
 
-    def record(
-        self, res: Resource, decision: Decision
-    ) -> tuple[Position | None, bytes | None, dict[str, str] | None]:
-        """Append the decision's events to the ledger and apply the changes; serve waiters."""
+    def record(self, res: Resource, decision: Decision) -> None:
+        """Append the decision's events to the ledger and apply the changes; serve waiters.
+        Nobody answers with the position, so the tree's root is not computed."""
+        self._record(res, decision, False)
+
+    def _record(self, res: Resource, decision: Decision, positioned: bool) -> Recorded:
         if not decision.events:
-            return None, None, None
-        recorded = self.recorder.record(res, decision)
+            return Recorded([])
+        recorded = self.recorder.record(res, decision, positioned)
         self.floor = max(self.floor, max(event.time for event in decision.events))
         apply = self.tx.apply
         for change in recorded.ops:
             apply(change)
+        key = (res.tenant, res.name)
+        row = _row_of(res)
+        if self._rows.get(key) != row:  # an expiry, a renew, a release leave it as it was
+            apply(resource_change(res))
+            self._rows[key] = row
         for event in decision.events:
             if event.kind in FREEING:
-                self.free((res.tenant, res.name), decision.events[-1].time)
+                self.free(key, decision.events[-1].time)
                 break
-        return recorded.position, recorded.entry, recorded.names
+        return recorded
 
     def free(self, key: Key, now: int) -> None:
         """A slot of ``key`` freed at ``now``: serve its waiters, or note it while a sweep
@@ -232,3 +258,9 @@ class Batch:
         data = render(call.op, res, decision, now, self._base, self._rng.random())
         data["ledger"] = (position or self.recorder.position()).as_data()
         return data
+
+
+def _row_of(res: Resource) -> tuple[object, ...]:
+    """What a resource's row of storage holds (:func:`~ledger.lease.recorder.resource_change`
+    writes these fields): equal, the row need not be written."""
+    return (res.capacity, res.max_token, res.lifecycle_end, res.fingerprint, res.completion)

@@ -26,7 +26,6 @@ from ledger.lease.calls import (
     new_owner_token,
 )
 from ledger.lease.entries import entry_time
-from ledger.lease.leases import Resource
 from ledger.lease.recorder import Recorder
 from ledger.lease.replay import draws_owner_token, replayed, request_digest
 from ledger.log.merkle import CompactRange
@@ -82,14 +81,12 @@ class Decider:
             last = tx.entry(size - 1) if size else None  # another writer's, perhaps
             self.floor = max(self.floor, 0 if last is None else entry_time(last))
             self.token_floor = tx.fencing_floor()  # set while no writer ran (a restore)
-        cache: dict[Key, Resource] = {}
         upcoming, self._upcoming = self._upcoming, []
-        if upcoming:
-            found = tx.resources(upcoming)
-            for key in upcoming:
-                cache[key] = found.get(key) or Resource(*key)
         fresh, self._fresh = self._fresh, []
-        self._batch = Batch(tx, self._shared, cache, fresh, self.floor, self.token_floor)
+        batch = Batch(tx, self._shared, fresh, self.floor, self.token_floor)
+        if upcoming:
+            batch.read_ahead(upcoming)
+        self._batch = batch
 
     def committed(self) -> None:
         batch, self._batch = self._batch, None

@@ -2,8 +2,9 @@
 
 For every event of a decision the recorder assigns the next log index, encodes the entry
 (``ledger/lease/entries.py``), appends its leaf to the compact range, and lists the changes — entry,
-new tree nodes, lease row, resource row — that the group committer applies in one
-transaction, so a fencing token is durable together with the entry that records it (DESIGN §2.2).
+new tree nodes, lease row — that the group committer applies in one transaction with the
+resource's row (:func:`resource_change`, which the batch adds when the row changed), so a
+fencing token is durable together with the entry that records it (DESIGN §2.2).
 It speaks in typed changes (``ledger/changes.py``); the storage backend owns the SQL.
 """
 
@@ -84,8 +85,11 @@ class Recorder:
     def _derive(self, tenant: str) -> Pseudonyms:
         return Pseudonyms.derive(self._master, tenant)
 
-    def record(self, res: Resource, decision: Decision) -> Recorded:
-        """Append one entry per event; the changes, the position and the last entry's bytes."""
+    def record(self, res: Resource, decision: Decision, positioned: bool = True) -> Recorded:
+        """Append one entry per event; the changes, the position and the last entry's bytes.
+
+        ``positioned=False`` when nobody answers with the position (a sweep's expiries, a
+        waiter queued): the root, a fold of the whole frontier, is then not computed."""
         events = decision.events
         if not events:
             return Recorded([])
@@ -102,7 +106,8 @@ class Recorder:
             ops.append(AppendEntry(index, entry))
             ops.append(PutNodes(tuple(tree.append(leaf))))
             ops.append(_lease_change(res, event))
-        ops.append(resource_change(res))
+        if not positioned:
+            return Recorded(ops)
         position = self._last = Position(tree.size, b64(tree.root()), index, b64(leaf))
         entry_names = {
             "tenant": names.tenant,

@@ -84,7 +84,8 @@ def sweep(batch: Batch, now: int, idempotency_ms: int) -> None:
 
 def expire_due(batch: Batch, due: list[tuple[str, str]], now: int) -> None:
     """Record the expiries of the resources ``due``: read together, recorded one by one, then
-    their waiters served, so every expiry's rows go to storage in one write, not one each."""
+    their waiters served, so every expiry's rows go to storage in one write, not one each; when
+    no process has a waiter queued, one read says so for them all."""
     batch.read_ahead(due)
     freed: dict[Key, int] = {}
     batch.freed = freed
@@ -94,8 +95,9 @@ def expire_due(batch: Batch, due: list[tuple[str, str]], now: int) -> None:
             batch.record(res, Decision(Outcome.RELEASED, leases.expire(res, now)))
     finally:
         batch.freed = None
-    for key, at in freed.items():
-        batch.free(key, at)
+    if freed and batch.tx.waiter_workers():  # else nobody waits anywhere: one read, not each
+        for key, at in freed.items():
+            batch.free(key, at)
 
 
 def _sweep(batch: Batch, now: int, idempotency_ms: int) -> None:
