@@ -148,9 +148,10 @@ class Transaction(Protocol):
         guesses against it."""
         ...
 
-    def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
-        """Up to ``limit`` distinct (tenant, resource) holding a lease with ``expires_at <= now``
-        (an index on ``expires_at``: the sweeper never walks every lease)."""
+    def expired(self, now: int, limit: int) -> dict[tuple[str, str], Resource]:
+        """The resources holding the (up to ``limit``) leases with the oldest ``expires_at <=
+        now``, whole, with all their leases, as :meth:`resources` reads them (an index on
+        ``expires_at``: the sweeper never walks every lease)."""
         ...
 
     def ended_lifecycles(self, now: int, limit: int) -> list[tuple[str, str]]:

@@ -149,7 +149,7 @@ def test_every_change_is_stored_without_its_names(location: Path | str) -> None:
                 "name": names["result"]
             }
             assert tx.scope_resources(names["tenant"], names["scope"]) == [names["resource"]]
-            assert tx.expired_leases(5_000, 10) == [(names["tenant"], names["resource"])]
+            assert list(tx.expired(5_000, 10)) == [(names["tenant"], names["resource"])]
             assert tx.due_scopes(110, 10) == [(names["tenant"], names["scope"])]
             request = tx.request(names["tenant"], names["request"])
             assert request is not None and request.answer["holder"] == names["holder"]

@@ -21,6 +21,8 @@ def test_a_version_1_ledger_is_migrated_to_2_keeping_its_rows(postgres_url: str)
                      " applied_at timestamptz NOT NULL DEFAULT now())")  # fmt: skip
         MIGRATIONS[0](conn)  # a ledger made by the server before step 2
         conn.execute("INSERT INTO schema_version(version) VALUES (1)")
+        conn.execute("INSERT INTO resources(tenant, name, capacity, max_token)"
+                     " VALUES ('t', 'r', 1, 1)")  # fmt: skip
         conn.execute(
             "INSERT INTO leases VALUES ('t', 'r', 1, 'w', '\\x00', 5000, 'job', 0)"
         )  # fmt: skip
@@ -28,7 +30,7 @@ def test_a_version_1_ledger_is_migrated_to_2_keeping_its_rows(postgres_url: str)
     storage = open_storage(postgres_url, names=NAMES)
     try:
         with storage.transaction() as tx:
-            assert tx.expired_leases(5_000, 10) == [("t", "r")]
+            assert list(tx.expired(5_000, 10)) == [("t", "r")]
             assert tx.due_scopes(110, 10) == [("t", "job")]
             assert tx.scope_resources("t", "job") == ["r"]
             tx.apply(AddWaiter("w1", "t", "r", "A", '{"call": {}}'))

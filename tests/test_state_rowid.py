@@ -71,7 +71,7 @@ def test_a_step_4_ledger_moves_its_rows_into_rowid_order_and_carries_on(tmp_path
         assert _resources(storage) == before  # every row, its sealed names and result opened
         with storage.transaction() as tx:
             assert tx.scope_resources("t", "job-1") == ["solo"]
-            due = tx.expired_leases(START + 10**9, 10)
+            due = list(tx.expired(START + 10**9, 10))
             assert sorted(due) == [("t", "pool"), ("t", "solo"), ("u", "solo")]
         carry_on(storage)
     finally:

@@ -14,7 +14,7 @@ from ledger.backends import open_storage
 from ledger.lease.calls import LeaseCall, Limits, StorageUnavailable
 from ledger.lease.leases import Resource
 from ledger.sqlite.schema import DB_NAME, SCHEMA_VERSION
-from ledger.storage import Storage
+from ledger.storage import Storage, StorageError
 from ledger.writer.service import LeaseService
 from tests.names_key import NAMES, unkeyed_fingerprints
 
@@ -128,7 +128,7 @@ def test_a_step_3_ledger_moves_into_one_table_and_carries_on(tmp_path: Path) -> 
         assert _resources(storage) == before  # every row, its sealed names and result opened
         with storage.transaction() as tx:
             assert tx.scope_resources("t", "job-1") == ["solo"]
-            due = tx.expired_leases(START + 10**9, 10)
+            due = list(tx.expired(START + 10**9, 10))
             assert sorted(due) == [("t", "pool"), ("t", "solo"), ("u", "solo")]
             assert tx.ended_lifecycles(START + 10**9, 10) != []
         carry_on(storage)
@@ -176,6 +176,9 @@ def test_a_lease_without_its_resource_row_is_refused_in_words_not_a_key(tmp_path
                 await service.lease(call)
             assert "a lease has no row for its resource" in str(refused.value)
             assert "orphan" not in str(refused.value)  # the names once leaked here
+            with storage.transaction() as tx, pytest.raises(StorageError) as swept:
+                tx.expired(START + 10**9, 10)  # the sweeper's read says the same
+            assert "a lease has no row for its resource" in str(swept.value)
             other = LeaseCall(op="acquire", tenant="t", resource="other", holder="w")
             assert (await service.lease(other)).data["fencingToken"] == 1  # the rest goes on
         finally:

@@ -165,10 +165,20 @@ def test_the_sweeper_and_scope_queries(storage: Storage) -> None:
     commit(storage, PutLease("t", "r", 4, "x", b"f" * 32, 6_000, "job", 2))
     commit(storage, ArmDeadMan("t", "job", 10, 100), ArmDeadMan("u", "late", 10, 500))
     with storage.transaction() as tx:
-        assert tx.expired_leases(4_999, 10) == []
-        assert tx.expired_leases(6_000, 10) == [("t", "r")]  # two leases, one resource
-        assert tx.expired_leases(7_000, 10) == [("t", "r"), ("t", "s")]
-        assert len(tx.expired_leases(7_000, 1)) == 1
+        assert list(tx.expired(4_999, 10)) == []
+        assert list(tx.expired(6_000, 10)) == [("t", "r")]  # two leases, one resource
+        due = tx.expired(5_000, 10)
+        assert list(due) == [("t", "r")]  # one lease due, its resource whole: both its leases
+        assert [(lease.holder, lease.expires_at) for lease in due[("t", "r")].leases] == [
+            (LEASE.holder, LEASE.expires_at),
+            ("x", 6_000),
+        ]
+        assert (due[("t", "r")].max_token, due[("t", "r")].lifecycle_end) == (
+            RESOURCE.max_token,
+            RESOURCE.lifecycle_end,
+        )
+        assert sorted(tx.expired(7_000, 10)) == [("t", "r"), ("t", "s")]
+        assert len(tx.expired(7_000, 1)) == 1
         assert tx.due_scopes(109, 10) == [] and tx.due_scopes(110, 10) == [("t", "job")]
         assert sorted(tx.due_scopes(510, 10)) == [("t", "job"), ("u", "late")]
         assert tx.scope_resources("t", "job") == ["r"] and tx.scope_resources("u", "job") == []

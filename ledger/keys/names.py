@@ -75,6 +75,14 @@ class NameCodec:
             key = self._pairs[(tenant, name)] = (self.tenant(tenant), self.resource(tenant, name))
         return key
 
+    def known_key(self, tenant: str, name: str, key: tuple[bytes, bytes]) -> None:
+        """Remember ``key`` as :meth:`resource_key` of ``(tenant, name)``: the digests of a row
+        whose sealed column, bound to them, opened to those names (a sweep's read), so its
+        writes need not digest them again."""
+        if len(self._pairs) >= _REMEMBERED:
+            self._pairs.clear()
+        self._pairs[(tenant, name)] = key
+
     def scope(self, tenant: str, name: str) -> bytes:
         return self._digest(b"scope", tenant, name)
 

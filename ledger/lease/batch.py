@@ -130,12 +130,14 @@ class Batch:
                     self._cache[key] = Resource(*key)
 
     def adopt(self, found: dict[Key, Resource]) -> None:
-        """Resources read from storage: shared by the batch's calls, their rows noted as stored
-        (a decision that leaves a row as it was does not write it again)."""
-        self._cache.update(found)
-        rows = self._rows
+        """Resources read from storage: those the batch has not seen yet are shared by its calls
+        from now on, their rows noted as stored (a decision that leaves a row as it was does not
+        write it again); one it has seen stays as the batch's calls left it."""
+        cache, rows = self._cache, self._rows
         for key, res in found.items():
-            rows[key] = _row_of(res)
+            if key not in cache:
+                cache[key] = res
+                rows[key] = _row_of(res)
 
     def at(self, now: int) -> int:
         """The time a decision is taken at: ``now``, unless the log already holds a later

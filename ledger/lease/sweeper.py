@@ -17,7 +17,7 @@ from ledger.changes import DisarmDeadMan, ForgetRequests
 from ledger.lease import leases
 from ledger.lease.answers import lease_view
 from ledger.lease.batch import Batch, Key
-from ledger.lease.leases import Decision, EventKind, Outcome
+from ledger.lease.leases import Decision, EventKind, Outcome, Resource
 from ledger.lease.recorder import resource_change
 
 SWEEP_BATCH = 1000
@@ -82,16 +82,16 @@ def sweep(batch: Batch, now: int, idempotency_ms: int) -> None:
         metrics.swept(time.perf_counter() - started)
 
 
-def expire_due(batch: Batch, due: list[tuple[str, str]], now: int) -> None:
-    """Record the expiries of the resources ``due``: read together, recorded one by one, then
-    their waiters served, so every expiry's rows go to storage in one write, not one each; when
-    no process has a waiter queued, one read says so for them all."""
-    batch.read_ahead(due)
+def expire_due(batch: Batch, due: dict[Key, Resource], now: int) -> None:
+    """Record the expiries of the resources ``due`` (read together): one by one, then their
+    waiters served, so every expiry's rows go to storage in one write, not one each; when no
+    process has a waiter queued, one read says so for them all."""
+    batch.adopt(due)
     freed: dict[Key, int] = {}
     batch.freed = freed
     try:
-        for tenant, name in dict.fromkeys(due):
-            res = batch.resource(tenant, name)
+        for key in due:
+            res = batch.resource(*key)
             batch.record(res, Decision(Outcome.RELEASED, leases.expire(res, now)))
     finally:
         batch.freed = None
@@ -103,7 +103,7 @@ def expire_due(batch: Batch, due: list[tuple[str, str]], now: int) -> None:
 def _sweep(batch: Batch, now: int, idempotency_ms: int) -> None:
     now = batch.at(now)
     tx = batch.tx
-    expire_due(batch, tx.expired_leases(now, SWEEP_BATCH), now)
+    expire_due(batch, tx.expired(now, SWEEP_BATCH), now)
     for tenant, scope in tx.due_scopes(now, SWEEP_BATCH):
         release_scope(batch, tenant, scope, now, "deadman")
     for tenant, name in tx.ended_lifecycles(now, SWEEP_BATCH):

@@ -230,10 +230,11 @@ class StateReads(Reads):
                 held.leases.append(rows.lease_row(names, lease))
         return found
 
-    def expired_leases(self, now: int, limit: int) -> list[tuple[str, str]]:
-        """The oldest expiries first, one pair per resource."""
+    def expired(self, now: int, limit: int) -> dict[tuple[str, str], Resource]:
+        """The oldest expiries' resources: their names from the leases' sealed columns, then
+        read as :meth:`resources` reads a batch's."""
         found = self._all(EXPIRED_LEASES, (now, limit))
-        return rows.lease_names(self._codec(), found)
+        return self.resources(rows.lease_names(self._codec(), found))
 
     def ended_lifecycles(self, now: int, limit: int) -> list[tuple[str, str]]:
         found = self._all(ENDED_LIFECYCLES, (now, limit))
