@@ -95,6 +95,18 @@ def settle(data: Path, since: float, ttl: int) -> float:
         size = now
 
 
+def read_through(data: Path) -> int:
+    """Read the ledger's files once, so the rounds meet a warm server's page cache: a first run
+    on a kept multi-GB ledger, cold, measured page reads (0.13 against 0.58–0.77 after it,
+    docs/performance.md); MB read."""
+    read = 0
+    for path in sorted(data.glob("tenure.db*")):
+        with path.open("rb") as file:
+            while chunk := file.read(1 << 20):
+                read += len(chunk)
+    return read >> 20
+
+
 def tenure_round(
     url: str, data: Path, env: dict[str, str], pid: int, args: argparse.Namespace
 ) -> Figures:
@@ -125,6 +137,7 @@ def steady(args: argparse.Namespace) -> int:
         data = scratch / "tenure-data"
         env = {"KEY": key, "TTL": str(args.ttl)}
         fill(url, data, env, args)
+        print(f"read into the page cache: {read_through(data):,} MB", flush=True)
         print(f"settled {settle(data, time.monotonic(), args.ttl):.1f} s", flush=True)
         wrk("warm-up", etcd_url, LUA_ETCD, args, {}, lock=False)
         pairs: list[tuple[Figures, Figures]] = []
