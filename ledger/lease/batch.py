@@ -85,10 +85,10 @@ class Batch:
         floor: int,
         token_floor: int = 0,
     ) -> None:
-        """``fresh``: owner tokens drawn before the lock
-        was taken, one per call that may need one; ``floor``: the latest entry time (ms) the
-        log holds, before which nothing is decided (DESIGN §6); ``token_floor``: the ledger's
-        fencing floor, above which every grant's token is (rule 2)."""
+        """``fresh``: owner tokens drawn before the lock was taken, one per call that may need
+        one; ``floor``: the latest entry time (ms) the log holds, before which nothing is
+        decided (DESIGN §6); ``token_floor``: the ledger's fencing floor, above which every
+        grant's token is (rule 2)."""
         self.tx, self._fresh, self.floor = tx, fresh, floor
         self._cache: dict[Key, Resource] = {}
         """The resources read, shared by every call of the batch (calls on one resource see
@@ -111,12 +111,12 @@ class Batch:
         key = (tenant, name)
         res = self._cache.get(key)
         if res is None:
-            res = self.tx.resource(tenant, name)
-            if res is None:
-                res = Resource(tenant, name)
+            found = self.tx.resource(tenant, name)
+            if found is None:
+                res = self._cache[key] = Resource(tenant, name)
             else:
-                self._rows[key] = _row_of(res)
-            self._cache[key] = res
+                self.adopt({key: found})
+                res = found
         return res
 
     def read_ahead(self, keys: Iterable[Key]) -> None:
@@ -230,15 +230,20 @@ class Batch:
         for change in recorded.ops:
             apply(change)
         key = (res.tenant, res.name)
-        row = _row_of(res)
-        if self._rows.get(key) != row:  # an expiry, a renew, a release leave it as it was
-            apply(resource_change(res))
-            self._rows[key] = row
+        self.put_row(res)
         for event in decision.events:
             if event.kind in FREEING:
                 self.free(key, decision.events[-1].time)
                 break
         return recorded
+
+    def put_row(self, res: Resource) -> None:
+        """Write the resource's row unless storage holds it as it stands (an expiry, a renew,
+        a release leave it as it was)."""
+        key, row = (res.tenant, res.name), _row_of(res)
+        if self._rows.get(key) != row:
+            self.tx.apply(resource_change(res))
+            self._rows[key] = row
 
     def free(self, key: Key, now: int) -> None:
         """A slot of ``key`` freed at ``now``: serve its waiters, or note it while a sweep

@@ -18,7 +18,6 @@ from ledger.lease import leases
 from ledger.lease.answers import lease_view
 from ledger.lease.batch import Batch, Key
 from ledger.lease.leases import Decision, EventKind, Outcome, Resource
-from ledger.lease.recorder import resource_change
 
 SWEEP_BATCH = 1000
 """At most this many due resources (and as many due switches) per sweep, so one transaction
@@ -110,5 +109,5 @@ def _sweep(batch: Batch, now: int, idempotency_ms: int) -> None:
         res = batch.resource(tenant, name)
         events = leases.expire(res, now)  # no lease outlives its lifecycle: none to record
         batch.record(res, Decision(Outcome.RELEASED, events))
-        tx.apply(resource_change(res))  # fingerprint and result purged: none outlives it
+        batch.put_row(res)  # fingerprint and result purged: none outlives it
     tx.apply(ForgetRequests(now - idempotency_ms))
