@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import server_figures
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -292,12 +294,19 @@ def main() -> int:
             pids = [process.pid for process in processes]
             wall0, cpu0, srv0 = time.perf_counter(), time.process_time(), servers_cpu(pids)
             db0 = None if database is None else own_postgres.cpu_seconds(database)
+            scraped = [server_figures.scrape(url) for url in urls]
             with asyncio.Runner(loop_factory=new_loop) as runner:
                 tally = runner.run(run(targets, n, args.warmup, args.duration, extra))
             wall, client_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+            groups = [
+                server_figures.group_figures(before, server_figures.scrape(url))
+                for url, before in zip(urls, scraped, strict=True)
+            ]
             srv1 = servers_cpu(pids)
             server_cpu = None if srv0 is None or srv1 is None else srv1 - srv0
             report(n, args.duration, tally, wall, client_cpu, server_cpu)
+            for node, figures in enumerate(groups):
+                print(f"  node {node}: {figures.line(wall)}")
             if database is not None and db0 is not None and tally.cycles:
                 db_cpu = (own_postgres.cpu_seconds(database) or db0) - db0
                 events = 2 * tally.cycles * wall / args.duration

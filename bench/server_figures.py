@@ -82,6 +82,42 @@ class LockFigures:
         return 100 * self.swept_s / self.held_s if self.held_s > 0 else 0.0
 
 
+@dataclass
+class GroupFigures:
+    """Per-group figures of a server's group commits, on any backend, from ``/metrics``."""
+
+    events: float
+    groups: float
+    commit_s: float
+    """From asking for the ledger's lock to the durable COMMIT (the wait included)."""
+    wait_s: float
+    """The wait for the lock: another worker's, another node's, turn."""
+
+    def line(self, seconds: float) -> str:
+        events, groups = max(self.events, 1), max(self.groups, 1)
+        held = self.commit_s - self.wait_s
+        return (
+            f"group commits: {self.groups / seconds:,.0f}/s of {events / groups:.1f} events;"
+            f" per group {self.wait_s / groups * 1e3:.2f} ms waiting for the lock,"
+            f" {held / groups * 1e3:.2f} ms from the lock to the durable COMMIT"
+            f" ({100 * held / seconds:.0f}% of the run)"
+        )
+
+
+def group_figures(before: dict[str, float], after: dict[str, float]) -> GroupFigures:
+    """The group commits' figures between two :func:`scrape` results of one server."""
+
+    def grew(name: str) -> float:
+        return after.get(name, 0.0) - before.get(name, 0.0)
+
+    return GroupFigures(
+        events=grew("tenure_commit_batch_size_sum"),
+        groups=grew("tenure_commit_batch_size_count"),
+        commit_s=grew("tenure_commit_duration_seconds_sum"),
+        wait_s=grew("tenure_ledger_lock_wait_seconds_sum"),
+    )
+
+
 def scrape(url: str) -> dict[str, float]:
     """The server's ``/metrics`` samples (prometheus-client's parser), label sets summed per
     sample name."""
