@@ -26,15 +26,17 @@ from verify.compact import tiling
 Key = tuple[str, str]
 _NODES = (
     "SELECT t.level, t.idx, t.hash FROM tree_nodes AS t"
-    " JOIN unnest(%s::integer[], %s::bigint[]) AS u(level, idx) USING (level, idx)"
+    " JOIN unnest(%b::integer[], %b::bigint[]) AS u(level, idx) USING (level, idx)"
 )
-_RESOURCES = f"SELECT {rows.RESOURCE_COLUMNS} FROM resources WHERE tenant = %s AND name = ANY(%s)"
+_RESOURCES = (
+    f"SELECT {rows.RESOURCE_COLUMNS} FROM resources WHERE tenant = %s AND name = ANY(%b::bytea[])"
+)
 _LEASES = (
-    f"SELECT {rows.LEASE_COLUMNS} FROM leases WHERE tenant = %s AND resource = ANY(%s)"
+    f"SELECT {rows.LEASE_COLUMNS} FROM leases WHERE tenant = %s AND resource = ANY(%b::bytea[])"
     " ORDER BY fencing_token"
 )
 _WAITED = (
-    "SELECT DISTINCT resource FROM waiters WHERE tenant = %s AND resource = ANY(%s)"
+    "SELECT DISTINCT resource FROM waiters WHERE tenant = %s AND resource = ANY(%b::bytea[])"
     " AND answer IS NULL"
 )
 """By ``waiters_queue``: which of the resources have a queued waiter."""

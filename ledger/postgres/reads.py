@@ -219,10 +219,11 @@ class StateReads(Reads):
         wanted, by_tenant = sealing.resource_keys(names, keys)
         found: dict[tuple[str, str], Resource] = {}
         for t, digests in by_tenant.items():
-            for row in self._all(_RESOURCE + " WHERE tenant = %s AND name = ANY(%s)", (t, digests)):
+            where = " WHERE tenant = %s AND name = ANY(%b::bytea[])"
+            for row in self._all(_RESOURCE + where, (t, digests)):
                 key = wanted[(bytes(row[0]), bytes(row[1]))]
                 found[key] = rows.resource_row(names, *key, row)
-            where = " WHERE tenant = %s AND resource = ANY(%s) ORDER BY fencing_token"
+            where = " WHERE tenant = %s AND resource = ANY(%b::bytea[]) ORDER BY fencing_token"
             for lease in self._all(_LEASE + where, (t, digests)):
                 held = found.get(wanted[(t, bytes(lease[1]))])
                 if held is None:
