@@ -9,6 +9,10 @@ under callgrind: method in docs/performance.md.
 
     .venv/bin/python bench/writer_bench.py [--events 6000] [--batch 12] [--rounds 3]
                                            [--processes 1] [--wal-frames]
+                                           [--data DIR --keys DIR]
+
+``--data``/``--keys``: append to a kept ledger (a server's data and keys folders; the bench's
+grants stay in it, so give it a copy) instead of a throw-away one — what a grown ledger costs.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ledger.keys.keyring import NAMES_KEY, load_or_create_names_key  # noqa: E402
 from ledger.keys.names import NameCodec  # noqa: E402
 from ledger.lease.calls import LeaseCall, Limits  # noqa: E402
 from ledger.lease.decider import Decider  # noqa: E402
@@ -99,9 +104,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="no checkpoints: print the WAL frames each event adds (the pages a commit syncs)",
     )
+    parser.add_argument("--data", type=Path, help="a kept ledger's data folder (a copy)")
+    parser.add_argument("--keys", type=Path, help="its keys folder (the names key)")
     args = parser.parse_args(argv)
+    if (args.data is None) != (args.keys is None):
+        parser.error("--data and --keys go together")
+    if args.keys is not None and not (args.keys / NAMES_KEY).is_file():
+        parser.error(f"--keys: no {NAMES_KEY} in {args.keys}")
     if args.wal_frames:
         Checkpointer.start = lambda self: None  # type: ignore[method-assign]
+    if args.data is not None:
+        _write(args.data, load_or_create_names_key(args.keys), args, "")
+        return 0
     names_key = secrets.token_bytes(32)
     with tempfile.TemporaryDirectory(prefix="writer-bench-") as folder:
         SQLiteStorage.open(Path(folder), NameCodec(names_key)).close()  # the schema, once
