@@ -4,15 +4,11 @@ Not a test: prints figures. Drives the :class:`~ledger.lease.decider.Decider` on
 ledger as the group committer's writer does for fresh acquires (``prepare``, ``warm_lease``, one
 transaction per batch) and prints the writer's CPU per event. ``--wal-frames`` skips checkpoints
 and prints WAL frames per event (decisions/0013); ``--processes N`` runs N writers on one ledger,
-as a server's N workers do. For A/B figures the machine's load does not blur, count instructions
-under callgrind: method in docs/performance.md.
+as a server's N workers do; ``--data``/``--keys`` append to a copy of a kept (grown) ledger.
+For A/B figures the load does not blur, count instructions under callgrind (docs/performance.md).
 
     .venv/bin/python bench/writer_bench.py [--events 6000] [--batch 12] [--rounds 3]
-                                           [--processes 1] [--wal-frames]
-                                           [--data DIR --keys DIR]
-
-``--data``/``--keys``: append to a kept ledger (a server's data and keys folders; the bench's
-grants stay in it, so give it a copy) instead of a throw-away one — what a grown ledger costs.
+                                           [--processes 1] [--wal-frames] [--data D --keys K]
 """
 
 from __future__ import annotations
