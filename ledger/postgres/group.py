@@ -19,6 +19,7 @@ from ledger.keys import sealing
 from ledger.keys.names import NameCodec, needs_names
 from ledger.lease.leases import Resource
 from ledger.postgres.connection import Conn, Cursor
+from ledger.postgres.reads import LEASES_OF, RESOURCES_OF, WAITED_OF
 from ledger.postgres.writes import HeldWrites
 from ledger.storage import DAMAGED, StorageError
 from verify.compact import tiling
@@ -28,18 +29,6 @@ _NODES = (
     "SELECT t.level, t.idx, t.hash FROM tree_nodes AS t"
     " JOIN unnest(%b::integer[], %b::bigint[]) AS u(level, idx) USING (level, idx)"
 )
-_RESOURCES = (
-    f"SELECT {rows.RESOURCE_COLUMNS} FROM resources WHERE tenant = %s AND name = ANY(%b::bytea[])"
-)
-_LEASES = (
-    f"SELECT {rows.LEASE_COLUMNS} FROM leases WHERE tenant = %s AND resource = ANY(%b::bytea[])"
-    " ORDER BY fencing_token"
-)
-_WAITED = (
-    "SELECT DISTINCT resource FROM waiters WHERE tenant = %s AND resource = ANY(%b::bytea[])"
-    " AND answer IS NULL"
-)
-"""By ``waiters_queue``: which of the resources have a queued waiter."""
 
 
 _LOCK = "SELECT 1 FROM log_head WHERE id = 1 FOR UPDATE"
@@ -212,7 +201,7 @@ def _send(conn: Conn, names: NameCodec | None, keys: Sequence[Key]) -> tuple[Wan
     sent: Sent = []
     for t, digests in by_tenant.items():
         res, leases, waited = (
-            conn.execute(sql, (t, digests)) for sql in (_RESOURCES, _LEASES, _WAITED)
+            conn.execute(sql, (digests, t)) for sql in (RESOURCES_OF, LEASES_OF, WAITED_OF)
         )
         sent.append((t, (res, leases, waited)))
     return wanted, sent
