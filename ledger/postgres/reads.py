@@ -56,8 +56,9 @@ LEASES_OF = (
 )
 """Their leases, by fencing token (parameters as :data:`RESOURCES_OF`)."""
 WAITED_OF = (
-    "SELECT u.resource FROM unnest(%b::bytea[]) AS u(resource) WHERE EXISTS (SELECT 1 FROM"
-    " waiters WHERE tenant = %s AND waiters.resource = u.resource AND answer IS NULL)"
+    "SELECT w.resource FROM unnest(%b::bytea[]) AS u(resource), LATERAL (SELECT resource FROM"
+    " waiters WHERE tenant = %s AND waiters.resource = u.resource AND answer IS NULL LIMIT 1)"
+    " AS w"
 )
 """Which of them have a queued waiter, by ``waiters_queue`` (parameters as above)."""
 _REQUEST = f"SELECT {idempotency.COLUMNS} FROM idempotency WHERE tenant = %s AND request_id = %s"
