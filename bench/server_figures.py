@@ -11,7 +11,7 @@ of the lock (its own work, recording expiries; the group's COMMIT not counted in
 from __future__ import annotations
 
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,12 +104,14 @@ class GroupFigures:
         )
 
 
+def grown(before: dict[str, float], after: dict[str, float]) -> Callable[[str], float]:
+    """How much a sample grew between two :func:`scrape` results (0 where neither has it)."""
+    return lambda name: after.get(name, 0.0) - before.get(name, 0.0)
+
+
 def group_figures(before: dict[str, float], after: dict[str, float]) -> GroupFigures:
     """The group commits' figures between two :func:`scrape` results of one server."""
-
-    def grew(name: str) -> float:
-        return after.get(name, 0.0) - before.get(name, 0.0)
-
+    grew = grown(before, after)
     return GroupFigures(
         events=grew("tenure_commit_batch_size_sum"),
         groups=grew("tenure_commit_batch_size_count"),
@@ -131,10 +133,7 @@ def scrape(url: str) -> dict[str, float]:
 
 def lock_figures(before: dict[str, float], after: dict[str, float]) -> LockFigures:
     """The lock's figures between two :func:`scrape` results of one SQLite-backed server."""
-
-    def grew(name: str) -> float:
-        return after.get(name, 0.0) - before.get(name, 0.0)
-
+    grew = grown(before, after)
     return LockFigures(
         events=grew("tenure_commit_batch_size_sum"),
         groups=grew("tenure_commit_batch_size_count"),
