@@ -164,7 +164,8 @@ def test_a_newer_ledger_is_refused_by_an_older_version(fresh_server: Server) -> 
 
     with sqlite3.connect(server.data / "tenure.db") as conn:  # as a newer tenure would leave it
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
-    done = tenure("serve", "--data", str(server.data), "--keys", str(server.root / "keys"))
+    keys = str(server.root / "keys")
+    done = tenure("serve", "--port", "0", "--data", str(server.data), "--keys", keys)
     assert done.returncode == 2
     assert "newer than this server" in done.stderr and "Traceback" not in done.stderr
 

@@ -101,7 +101,8 @@ def test_a_node_with_another_keys_folder_is_refused(
 ) -> None:
     fresh_server.args = ["--database", postgres_url]
     fresh_server.start()
-    other = tenure("serve", "--database", postgres_url, "--keys", str(tmp_path / "other-keys"))
+    other_keys = str(tmp_path / "other-keys")
+    other = tenure("serve", "--port", "0", "--database", postgres_url, "--keys", other_keys)
     assert other.returncode == 2, other.stderr
     assert "keys folder differs from the one this database is served with" in other.stderr
     with fresh_server.client() as api:  # the serving node and its one key are untouched
@@ -110,10 +111,10 @@ def test_a_node_with_another_keys_folder_is_refused(
 
 
 def test_bad_database_options_are_refused_by_name(tmp_path: Path) -> None:
-    bad = tenure("serve", "--database", str(tmp_path / "x.db"))
+    bad = tenure("serve", "--port", "0", "--database", str(tmp_path / "x.db"))
     assert bad.returncode == 2 and "--database: must be a postgresql:// URL" in bad.stderr
     url = f"postgresql://tenure:s3cret@/nowhere?host={tmp_path}&connect_timeout=1"
-    down = tenure("serve", "--database", url, "--keys", str(tmp_path / "keys"))
+    down = tenure("serve", "--port", "0", "--database", url, "--keys", str(tmp_path / "keys"))
     assert down.returncode == 2 and "cannot use the ledger database" in down.stderr
     assert "s3cret" not in down.stderr
     missing = tenure("export", "--out", str(tmp_path / "out.jsonl"), TENURE_DATABASE=url)
