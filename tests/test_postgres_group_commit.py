@@ -3,7 +3,8 @@
 Concurrent calls queued behind a busy writer commit as ONE transaction (one ``xmin`` on all
 their rows), with statements that do not grow with the group; a decision that fails inside a
 group costs only itself: the others commit, the ledger and its tree stay whole, no gap; a node
-whose tree another node moved reads the new frontier with the lock, not node by node.
+whose tree another node moved reads the new frontier with the lock, not node by node, and by a
+plan made for the tree's size then, not one kept from when it was small.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ledger.lease.leases import Decision, Resource
 from ledger.lease.recorder import Recorder
 from ledger.log.merkle import CompactRange
 from ledger.log.text import b64
+from ledger.postgres.group import FRONTIER, Ahead, Group
 from ledger.storage import Storage
 from ledger.writer.service import LeaseService
 from tests.names_key import NAMES
@@ -159,3 +161,41 @@ def test_a_node_reads_the_frontier_another_node_moved_with_the_lock(postgres_url
                 assert node.position().root_hash == b64(tree.root())
 
     asyncio.run(scenario())
+
+
+def test_a_frontier_reload_reads_a_few_pages_however_the_tree_grew(postgres_url: str) -> None:
+    """A node's first reloads meet a small tree. A plan made then (the primary key searched by
+    level alone, from the level's first node to the one wanted) must not be kept: with two
+    nodes every group reloads, and the tree grows by thousands of nodes a second."""
+    open_storage(postgres_url, names=NAMES).close()  # the schema
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        grow(conn, 0, 6)
+        ahead = Ahead()
+        for _ in range(8):  # psycopg prepares a statement on its fifth run
+            ahead.moved = True
+            with conn.transaction():
+                assert Group.open(conn, None, ahead).size == 7
+        grow(conn, 7, 100_000)
+        assert reload_pages(conn) < 60
+
+
+def grow(conn: psycopg.Connection[Any], first: int, last: int) -> None:
+    """Leaves ``first``..``last`` of a test tree and their level-0 nodes (hashes not checked)."""
+    for sql in (
+        "INSERT INTO entries SELECT i, '\\x00' FROM generate_series(%s::bigint, %s) AS i",
+        "INSERT INTO tree_nodes SELECT 0, i, '\\x00' FROM generate_series(%s::bigint, %s) AS i",
+    ):
+        conn.execute(sql, (first, last))
+
+
+def reload_pages(conn: psycopg.Connection[Any]) -> int:
+    """The pages the session's next frontier reload reads: by the plan it prepared for the
+    reload, if it kept one, else by the plan a run makes now."""
+    kept = conn.execute(
+        "SELECT name FROM pg_prepared_statements WHERE statement = %s", (FRONTIER,)
+    ).fetchone()
+    sql = f"EXECUTE {kept[0]}" if kept else FRONTIER
+    row = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql).fetchone()
+    assert row is not None
+    top = row[0][0]["Plan"]
+    return int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"])

@@ -4,9 +4,10 @@ A group commit decides many calls under the ``log_head`` lock, and every round t
 is time the other nodes wait (and, on the writer thread, a hand-off of the interpreter lock).
 :class:`Group` keeps them few: the lock and the tree's size come in one round trip
 (``store.lock_head``); a frontier reload — another node appended since — reads every node of
-the tiling and the last entry in one; the batch's resources, their leases and which of them
-have queued waiters in one for all tenants; a freed slot whose resource had no waiter then
-needs no read at all. The hot writes are held back (``ledger/postgres/writes.py``).
+the tiling and the last entry in one, planned for the tree's size each time; the batch's
+resources, their leases and which of them have queued waiters in one for all tenants; a freed
+slot whose resource had no waiter then needs no read at all. The hot writes are held back
+(``ledger/postgres/writes.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ _NODES = (
 
 _LOCK = "SELECT 1 FROM log_head WHERE id = 1 FOR UPDATE"
 _SIZE = "SELECT coalesce(max(idx) + 1, 0) FROM entries"
-_FRONTIER = (
+FRONTIER = (
     "SELECT t.level, t.idx, t.hash FROM (" + _SIZE + ") AS s(n)"
     " CROSS JOIN generate_series(0, 62) AS g(level)"
     " JOIN tree_nodes AS t ON t.level = g.level AND t.idx = (s.n >> (g.level + 1)) << 1"
@@ -87,7 +88,7 @@ class Group:
         commit, where a subquery of the locking statement would see the log as before the wait."""
         locked = conn.execute(_LOCK)
         size = conn.execute(_SIZE)
-        reload = (conn.execute(_FRONTIER), conn.execute(_LAST)) if ahead.moved else None
+        reload = (_unprepared(conn, FRONTIER), _unprepared(conn, _LAST)) if ahead.moved else None
         keys = ahead.take() if names is not None else []
         sent = _send(conn, names, keys) if keys else None
         row = size.fetchone()
@@ -137,11 +138,11 @@ class Group:
     def _load_frontier(self) -> None:
         self.flush()
         tiles = tiling(0, self._opened)
-        found = self._conn.execute(_NODES, ([lv for lv, _ in tiles], [ix for _, ix in tiles]))
+        found = _unprepared(self._conn, _NODES, ([lv for lv, _ in tiles], [ix for _, ix in tiles]))
         last = None
         if self._opened:
             sql = "SELECT leaf FROM entries WHERE idx = %s"
-            last = self._conn.execute(sql, (self._opened - 1,))
+            last = _unprepared(self._conn, sql, (self._opened - 1,))
         self._take_frontier(found, last)
 
     def _take_frontier(self, found: Cursor, last: Cursor | None) -> None:
@@ -189,6 +190,14 @@ class Group:
     def quiet(self, tenant: str, resource: str) -> bool:
         """Whether the resource is known to have no queued waiter (no read needed)."""
         return (tenant, resource) in self._quiet
+
+
+def _unprepared(conn: Conn, sql: str, params: tuple[object, ...] | None = None) -> Cursor:
+    """Run a read of the tree planned for its size now. psycopg prepares a statement on its
+    fifth run, and PostgreSQL keeps a prepared plan until the tables are analyzed: one made for
+    the small tree of a node's first groups reads a whole level once it is large
+    (docs/decisions/0043)."""
+    return conn.execute(sql, params, prepare=False)
 
 
 Wanted = dict[tuple[bytes, bytes], Key]
