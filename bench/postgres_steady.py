@@ -20,6 +20,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import own_postgres
 import psycopg
@@ -27,6 +28,9 @@ import server_figures
 from lease_bench import cpu_seconds, free_port, wait_ready
 from vs_etcd import Figures, parse_wrk
 from wrk_lua import LUA_TENURE
+
+if TYPE_CHECKING:
+    from tests.postgres import PostgresServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -133,7 +137,7 @@ def main() -> int:
 
 def one_round(
     args: argparse.Namespace,
-    server: own_postgres.PostgresServer | None,
+    server: PostgresServer | None,
     nodes: list[Node],
     key: str,
     n: int,
