@@ -14,15 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ledger import rows
 from ledger.changes import AddWaiter, AppendEntry, Change
 from ledger.keys import sealing
 from ledger.keys.names import NameCodec, needs_names
 from ledger.lease.leases import Resource
 from ledger.postgres.connection import Conn, Cursor
-from ledger.postgres.reads import LEASES_OF, RESOURCES_OF, WAITED_OF
+from ledger.postgres.reads import LEASES_OF, RESOURCES_OF, WAITED_OF, resources_of
 from ledger.postgres.writes import HeldWrites
-from ledger.storage import DAMAGED, StorageError
 from verify.compact import tiling
 
 Key = tuple[str, str]
@@ -175,14 +173,7 @@ class Group:
         found: dict[Key, Resource] = {}
         waited: set[Key] = set()
         for t, (res_rows, lease_rows, waiter_rows) in sent:
-            for row in res_rows.fetchall():
-                key = wanted[(bytes(row[0]), bytes(row[1]))]
-                found[key] = rows.resource_row(names, *key, row)
-            for lease in lease_rows.fetchall():
-                held = found.get(wanted[(t, bytes(lease[1]))])
-                if held is None:
-                    raise StorageError(DAMAGED)
-                held.leases.append(rows.lease_row(names, lease))
+            found.update(resources_of(names, wanted, t, res_rows.fetchall(), lease_rows.fetchall()))
             waited.update(wanted[(t, bytes(r))] for (r,) in waiter_rows.fetchall())
         self._quiet.update(key for key in wanted.values() if key not in waited)
         return found

@@ -64,6 +64,28 @@ WAITED_OF = (
 _REQUEST = f"SELECT {idempotency.COLUMNS} FROM idempotency WHERE tenant = %s AND request_id = %s"
 
 
+def resources_of(
+    names: NameCodec,
+    wanted: dict[tuple[bytes, bytes], tuple[str, str]],
+    tenant: bytes,
+    resource_rows: Sequence[Sequence[Any]],
+    lease_rows: Sequence[Sequence[Any]],
+) -> dict[tuple[str, str], Resource]:
+    """One tenant's resources, with their leases, from the rows of :data:`RESOURCES_OF` and
+    :data:`LEASES_OF` (``wanted``: each digest pair's key). A lease whose resource row is gone
+    is a damaged ledger: :class:`StorageError`, never a fresh resource."""
+    found: dict[tuple[str, str], Resource] = {}
+    for row in resource_rows:
+        key = wanted[(bytes(row[0]), bytes(row[1]))]
+        found[key] = rows.resource_row(names, *key, row)
+    for lease in lease_rows:
+        held = found.get(wanted[(tenant, bytes(lease[1]))])
+        if held is None:
+            raise StorageError(DAMAGED)
+        held.leases.append(rows.lease_row(names, lease))
+    return found
+
+
 def _checkpoint(row: Any) -> CheckpointRecord:
     return CheckpointRecord(int(row[0]), bytes(row[1]), int(row[2]), row[3], row[4])
 
@@ -243,14 +265,8 @@ class StateReads(Reads):
         wanted, by_tenant = sealing.resource_keys(names, keys)
         found: dict[tuple[str, str], Resource] = {}
         for t, digests in by_tenant.items():
-            for row in self._all(RESOURCES_OF, (digests, t)):
-                key = wanted[(bytes(row[0]), bytes(row[1]))]
-                found[key] = rows.resource_row(names, *key, row)
-            for lease in self._all(LEASES_OF, (digests, t)):
-                held = found.get(wanted[(t, bytes(lease[1]))])
-                if held is None:
-                    raise StorageError(DAMAGED)
-                held.leases.append(rows.lease_row(names, lease))
+            read = self._all(RESOURCES_OF, (digests, t)), self._all(LEASES_OF, (digests, t))
+            found.update(resources_of(names, wanted, t, *read))
         return found
 
     def expired(self, now: int, limit: int) -> dict[tuple[str, str], Resource]:
