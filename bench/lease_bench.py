@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -179,7 +180,7 @@ def main() -> int:
         import uvloop
 
         loop_name = "uvloop"
-        new_loop = uvloop.new_event_loop
+        new_loop: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
     except ImportError:
         loop_name, new_loop = "asyncio", asyncio.new_event_loop
     extra = f"Accept-Provenance: {args.provenance}\r\n" if args.provenance else ""

@@ -10,6 +10,7 @@ import itertools
 import sys
 import tempfile
 from pathlib import Path
+from types import FrameType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ledger.backends import open_storage
@@ -29,7 +30,7 @@ SKIP = (
 seq: list[str] = []
 
 
-def tracer(frame, event, arg):
+def tracer(frame: FrameType, event: str, arg: object) -> None:
     if event == "call":
         f = frame.f_code.co_filename
         if f.startswith(ROOT + "/ledger/"):

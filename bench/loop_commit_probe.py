@@ -28,6 +28,22 @@ MODE_ENV = "TENURE_PROBE_LOOP_COMMIT"
 WAYS = ("writer-thread", "ask-at-once")
 
 
+PINNED = "1c50508"
+"""The last commit whose writer internals ``ask-at-once`` patches (its figures were taken there
+or before): later commits moved them, so that way refuses to run on anything newer."""
+
+
+def refuse_if_moved() -> None:
+    """Exit with where to run it when the internals it patches are gone from this checkout."""
+    from ledger.writer import committer
+
+    if not hasattr(committer, "_prepare"):
+        raise SystemExit(
+            f"this probe patches writer internals that moved after {PINNED}: run it from a"
+            f" checkout of {PINNED} (git worktree add /tmp/probe {PINNED})"
+        )
+
+
 def hook_workers() -> None:
     """In a probe server's process (``bench/probe_site/sitecustomize.py``): no lent turns, or
     lent turns asked for at once."""
@@ -46,7 +62,7 @@ def _ask_at_once() -> None:
         if self._turns is None:
             self._queue.put(item)
             return
-        committer._prepare([item])
+        committer._prepare([item])  # type: ignore[attr-defined]  # as of PINNED
         self._units.append(item)
         if not self._asked:
             self._asked = True
@@ -64,6 +80,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--against", choices=WAYS, default=WAYS[0])
     args = parser.parse_args()
+    if args.against == "ask-at-once":
+        refuse_if_moved()
     args.threads = 2  # vs_etcd.wrk's
     probe = {
         MODE_ENV: args.against,

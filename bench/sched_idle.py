@@ -86,8 +86,8 @@ def waited_on(stack: list[str], state: str) -> str:
 def analyse(switches: list[Switch], named: dict[int, str]) -> None:
     status: dict[int, str] = {}
     running: dict[int, int] = {}
-    idle: collections.Counter[tuple[str, ...]] = collections.Counter()
-    busy: collections.Counter[int] = collections.Counter()
+    idle: dict[tuple[str, ...], float] = collections.defaultdict(float)
+    busy: dict[int, float] = collections.defaultdict(float)
     last = switches[0][1]
     cpus = {cpu for cpu, *_ in switches}
     for cpu, when, prev, state, after, stack in switches:
@@ -107,7 +107,7 @@ def analyse(switches: list[Switch], named: dict[int, str]) -> None:
     total = sum(idle.values())
     print(f"{span:.2f} s on {len(cpus)} cores: idle {100 * total / (span * len(cpus)):.1f}%")
     print("while a core was idle (share of the idle time; the server's threads):")
-    for key, spent in idle.most_common(12):
+    for key, spent in sorted(idle.items(), key=lambda item: -item[1])[:12]:
         print(f"  {100 * spent / total:5.1f}%  " + "  ".join(key))
     print("each thread's share of the CPU:")
     for tid, name in sorted(named.items(), key=lambda item: -busy[item[0]]):

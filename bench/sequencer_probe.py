@@ -34,6 +34,22 @@ SOCKET_ENV = "TENURE_PROBE_SOCKET"
 _HEAD = struct.Struct("<IQ")  # payload length, request id
 
 
+PINNED = "1c50508"
+"""The last commit whose writer internals this probe patches (its figures were taken there or
+before): later commits moved them, so it refuses to run on anything newer."""
+
+
+def refuse_if_moved() -> None:
+    """Exit with where to run it when the internals it patches are gone from this checkout."""
+    from ledger.writer import committer
+
+    if not hasattr(committer, "_prepare"):
+        raise SystemExit(
+            f"this probe patches writer internals that moved after {PINNED}: run it from a"
+            f" checkout of {PINNED} (git worktree add /tmp/probe {PINNED})"
+        )
+
+
 class _Frames(asyncio.Protocol):
     """Length-prefixed frames in both directions; what is sent in one loop turn is one write."""
 
@@ -146,9 +162,9 @@ def _inline_commits() -> None:
 
         def _flush(self) -> None:
             batch, self._items = self._items, []
-            committer._prepare(batch)
+            committer._prepare(batch)  # type: ignore[attr-defined]  # as of PINNED
             results, error = self._commit(batch)
-            committer._resolve(batch, results, error)
+            committer._resolve(batch, results, error)  # type: ignore[attr-defined]
 
         def _join_late(self, batch: Any) -> None:
             return
@@ -157,7 +173,7 @@ def _inline_commits() -> None:
             if self._items:
                 self._flush()
 
-    service.GroupCommitter = Inline  # type: ignore[misc]
+    service.GroupCommitter = Inline  # type: ignore[attr-defined, assignment]
 
 
 async def _sequence(data: Path, keys: Path, path: str) -> None:
@@ -205,10 +221,11 @@ def _default(scratch: Path) -> Iterator[tuple[str, str, list[int]]]:
 
 
 def _drive(name: str, url: str, key: str, pids: list[int], args: argparse.Namespace) -> None:
-    from vs_etcd import _LUA_TENURE, show, wrk
+    from vs_etcd import show, wrk
+    from wrk_lua import LUA_TENURE
 
     args.threads = 2
-    show(wrk(name, url, _LUA_TENURE, args, {"KEY": key}, *pids))
+    show(wrk(name, url, LUA_TENURE, args, {"KEY": key}, *pids))
 
 
 def main() -> int:
@@ -219,6 +236,7 @@ def main() -> int:
     parser.add_argument("--inline", action="store_true", help="no writer thread in the sequencer")
     parser.add_argument("--sequencer", nargs=3, help=argparse.SUPPRESS)  # data, keys, socket
     args = parser.parse_args()
+    refuse_if_moved()
     if args.sequencer:
         if args.inline:
             _inline_commits()
@@ -226,9 +244,10 @@ def main() -> int:
         asyncio.run(_sequence(Path(data), Path(keys), path))
         return 0
     for _ in range(args.rounds):
-        for name, run in (("tenure", _default), ("sequencer", _probe)):
+        for name in ("tenure", "sequencer"):
             with tempfile.TemporaryDirectory() as tmp:
-                starting = run(Path(tmp)) if run is _default else run(Path(tmp), args.inline)
+                folder = Path(tmp)
+                starting = _default(folder) if name == "tenure" else _probe(folder, args.inline)
                 with starting as (url, key, pids):
                     _drive(name, url, key, pids, args)
     return 0
