@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -52,7 +53,7 @@ def measured(name: str, url: str, lua: str, args: argparse.Namespace, env: dict[
     figures: list[Figures] = []
     run = threading.Thread(target=lambda: figures.append(wrk(name, url, lua, args, env)))
     run.start()
-    threading.Event().wait(2)
+    time.sleep(2)  # wrk's connections open before the sampling starts
     shares = sampled(run, max(1, args.duration - 4))
     comm = "python" if name == "tenure" else "etcd"
     own = {dso: share for (who, dso), share in shares.items() if who == comm}

@@ -77,7 +77,7 @@ def report(
     print(line + "  [100% = one core]")
     if server is not None and tally.cycles:
         events = 2 * tally.cycles * wall / duration  # warm-up ran at the same rate
-        print(f"  server CPU per lease event  {server / events * 1e6:7.0f} µs (budget ~300 µs)")
+        print(f"  server CPU per lease event  {server / events * 1e6:7.0f} µs")
     if tally.errors:
         print(f"  errors           {tally.errors}")
 

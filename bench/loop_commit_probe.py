@@ -29,12 +29,14 @@ WAYS = ("writer-thread", "ask-at-once")
 
 
 PINNED = "1c50508"
-"""The last commit whose writer internals ``ask-at-once`` patches (its figures were taken there
-or before): later commits moved them, so that way refuses to run on anything newer."""
+"""The last commit whose writer internals ``ask-at-once`` and ``bench/sequencer_probe.py`` patch
+(their figures were taken there or before): later commits moved them, so both refuse to run on
+anything newer."""
 
 
 def refuse_if_moved() -> None:
-    """Exit with where to run it when the internals it patches are gone from this checkout."""
+    """Exit, saying where to run the probe, when the internals it patches are gone from this
+    checkout."""
     from ledger.writer import committer
 
     if not hasattr(committer, "_prepare"):

@@ -34,22 +34,6 @@ SOCKET_ENV = "TENURE_PROBE_SOCKET"
 _HEAD = struct.Struct("<IQ")  # payload length, request id
 
 
-PINNED = "1c50508"
-"""The last commit whose writer internals this probe patches (its figures were taken there or
-before): later commits moved them, so it refuses to run on anything newer."""
-
-
-def refuse_if_moved() -> None:
-    """Exit with where to run it when the internals it patches are gone from this checkout."""
-    from ledger.writer import committer
-
-    if not hasattr(committer, "_prepare"):
-        raise SystemExit(
-            f"this probe patches writer internals that moved after {PINNED}: run it from a"
-            f" checkout of {PINNED} (git worktree add /tmp/probe {PINNED})"
-        )
-
-
 class _Frames(asyncio.Protocol):
     """Length-prefixed frames in both directions; what is sent in one loop turn is one write."""
 
@@ -162,7 +146,7 @@ def _inline_commits() -> None:
 
         def _flush(self) -> None:
             batch, self._items = self._items, []
-            committer._prepare(batch)  # type: ignore[attr-defined]  # as of PINNED
+            committer._prepare(batch)  # type: ignore[attr-defined]  # as of loop_commit_probe.PINNED
             results, error = self._commit(batch)
             committer._resolve(batch, results, error)  # type: ignore[attr-defined]
 
@@ -236,6 +220,8 @@ def main() -> int:
     parser.add_argument("--inline", action="store_true", help="no writer thread in the sequencer")
     parser.add_argument("--sequencer", nargs=3, help=argparse.SUPPRESS)  # data, keys, socket
     args = parser.parse_args()
+    from loop_commit_probe import refuse_if_moved
+
     refuse_if_moved()
     if args.sequencer:
         if args.inline:

@@ -34,8 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from lease_bench import cpu_seconds  # noqa: E402  (a sibling script's /proc reader)
 from server_figures import lock_figures, machine_split, scrape  # noqa: E402
-from wrk_lua import LUA_ETCD as _LUA_ETCD  # noqa: E402  (the probes import them from here)
-from wrk_lua import LUA_TENURE as _LUA_TENURE  # noqa: E402
+from wrk_lua import LUA_ETCD, LUA_TENURE  # noqa: E402
 
 
 @dataclass
@@ -225,7 +224,7 @@ def alternate(args: argparse.Namespace, probe: str, env: dict[str, str]) -> None
             try:
                 with tempfile.TemporaryDirectory() as tmp, tenure(Path(tmp), []) as served:
                     url, key, pid = served
-                    show(wrk(name, url, _LUA_TENURE, args, {"KEY": key}, pid, lock=True))
+                    show(wrk(name, url, LUA_TENURE, args, {"KEY": key}, pid, lock=True))
             finally:
                 for variable in extra:
                     os.environ.pop(variable, None)
@@ -270,10 +269,10 @@ def fresh(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             scratch = Path(tmp)
             with etcd(scratch) as (url, pid):
-                etcd_figs.append(wrk("etcd", url, _LUA_ETCD, args, {}, pid))
+                etcd_figs.append(wrk("etcd", url, LUA_ETCD, args, {}, pid))
                 show(etcd_figs[-1])
             with tenure(scratch, args.serve_arg) as (url, key, pid):
-                tenure_figs.append(wrk("tenure", url, _LUA_TENURE, args, env | {"KEY": key}, pid))
+                tenure_figs.append(wrk("tenure", url, LUA_TENURE, args, env | {"KEY": key}, pid))
                 show(tenure_figs[-1])
     etcd_rate = sum(f.rate for f in etcd_figs) / len(etcd_figs)
     tenure_rate = sum(f.rate for f in tenure_figs) / len(tenure_figs)
