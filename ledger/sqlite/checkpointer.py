@@ -32,9 +32,9 @@ CPU per request than it saved; every 0.25 s the lock was held 39 µs less per ev
 less in seven of eight alternated runs under wrk (docs/performance.md, seventh round)."""
 RESTART_FRAMES = 16000
 """WAL frames (pages, 4 KB each) past which the checkpointer makes the WAL start over: ~64 MB.
-A RESTART costs about the same under the lock whatever the WAL's length (on a grown ledger it
-syncs every page the PASSIVE rounds copied since the last one, ~100 ms), so a longer WAL means
-fewer of them: at 4,000 frames they held the lock ~15% of the time (docs/decisions/0045)."""
+A RESTART costs about the same under the lock whatever the WAL's length (on a grown ledger
+~100 ms, mostly its sync of the pages PASSIVE rounds copied), so a longer WAL means fewer
+of them: at 4,000 frames they held the lock ~15% of the time (docs/decisions/0045)."""
 
 
 class Checkpointer:
