@@ -98,10 +98,19 @@ def settle(data: Path, since: float, ttl: int) -> float:
 def read_through(data: Path) -> int:
     """Read the ledger's files once, so the rounds meet a warm server's page cache: a first run
     on a kept multi-GB ledger, cold, measured page reads (0.13 against 0.58–0.77 after it,
-    docs/performance.md); MB read."""
+    docs/performance.md); MB read.
+
+    Its clean pages are dropped first, then read back with readahead off
+    (``POSIX_FADV_RANDOM``), so the cache holds the file in single pages, as the server's own
+    page reads leave it, whatever read it before. A plain sequential read leaves it in large
+    folios on kernels whose ext4 has them (6.16 on): every 4 KB page a checkpoint then writes
+    costs ~35–45 µs of kernel CPU instead of ~3–8, and the rounds measured that, not the
+    server (docs/decisions/0046)."""
     read = 0
     for path in sorted(data.glob("tenure.db*")):
         with path.open("rb") as file:
+            os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+            os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
             while chunk := file.read(1 << 20):
                 read += len(chunk)
     return read >> 20
