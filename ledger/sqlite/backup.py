@@ -27,6 +27,7 @@ from ledger.keys.keyring import KeyFileError, SigningKey, load_signing_keys
 from ledger.location import HOST_NAME_VARIABLE
 from ledger.log.export import export_ledger
 from ledger.sqlite.cluster import KEYS_FILE
+from ledger.sqlite.readahead import read_at_random
 from ledger.sqlite.readonly import ReadOnlyLedger
 from ledger.sqlite.schema import DB_NAME
 from ledger.storage import StorageError
@@ -71,7 +72,9 @@ def copy_ledger(
 
 
 def _backup_database(source: Path, target: Path) -> None:
-    """The whole database in one backup step (one snapshot), fsynced, its WAL merged."""
+    """The whole database in one backup step (one snapshot), fsynced, its WAL merged. Read with
+    readahead off, so a server still writing the ledger does not pay for the copy's reads in
+    every checkpoint after it (``ledger/sqlite/readahead.py``)."""
     if not source.is_file():
         raise CopyRefused(f"no ledger in {source.parent} (no {DB_NAME})")
     os.close(os.open(target, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
@@ -82,6 +85,8 @@ def _backup_database(source: Path, target: Path) -> None:
             contextlib.closing(source_db) as src,
             contextlib.closing(sqlite3.connect(target)) as dst,
         ):
+            src.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # its WAL opened, if any
+            read_at_random(source, source.with_name(DB_NAME + "-wal"))
             src.backup(dst)  # pages=-1: every page in one step, under one read transaction
             dst.execute("PRAGMA journal_mode=DELETE")  # the copy stands alone: no WAL
     except sqlite3.Error as error:

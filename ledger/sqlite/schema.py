@@ -11,6 +11,8 @@ from pathlib import Path
 
 import sqlite_utils
 
+from ledger.sqlite.readahead import read_at_random
+
 SCHEMA_VERSION = 7
 NAMES_STEP = 3
 """The step that seals names (docs/decisions/0010): it needs the names key to run."""
@@ -31,12 +33,16 @@ sqlite3.register_adapter(type(None), _NOTHING.get)
 
 
 def connect(path: Path) -> sqlite3.Connection:
+    """A read-write connection to the ledger at ``path``, its WAL open, read without readahead
+    (``ledger/sqlite/readahead.py``): a scan of the log (an export, a monitor catching up) must
+    not leave the pages the writers rewrite cached in large folios (docs/decisions/0046)."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA secure_delete=ON")  # freed pages are zeroed: no old names linger
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA busy_timeout=5000")
+    read_at_random(path, path.with_name(path.name + "-wal"))
     return conn
 
 

@@ -1,0 +1,93 @@
+"""Readahead off for a reader of a live ledger (ledger/sqlite/readahead.py, decisions/0046): the
+advice reaches SQLite's own descriptors, and a read through an advised descriptor caches only
+the pages it asked for (``mincore(2)`` on a real file), where readahead would cache more."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import mmap
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from ledger.sqlite.readahead import read_at_random
+
+PAGE = mmap.PAGESIZE
+PAGES = 256
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="posix_fadvise and /proc/self/fd: Linux"
+)
+
+
+def test_the_advice_reaches_sqlite_s_own_descriptors(tmp_path: Path) -> None:
+    db, wal = tmp_path / "tenure.db", tmp_path / "tenure.db-wal"
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE t(x)")
+        conn.execute("INSERT INTO t VALUES (1)")
+        conn.commit()
+        assert wal.exists()
+        assert read_at_random(db, wal) == 2  # the database's descriptor and the WAL's
+        assert read_at_random(db) == 1
+        assert read_at_random(tmp_path / "other.db") == 0
+    finally:
+        conn.close()
+    assert read_at_random(db, wal) == 0  # closed: nothing of them is held
+
+
+def test_a_read_with_readahead_off_caches_only_what_it_read(tmp_path: Path) -> None:
+    path = tmp_path / "pages.bin"
+    path.write_bytes(os.urandom(PAGE * PAGES))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        if _resident_after_drop(fd) > 0:
+            pytest.skip("this file system keeps a file's clean pages cached (tmpfs)")
+        os.pread(fd, PAGE, 0)  # readahead on: the kernel reads past the one page asked for
+        ahead = _resident(fd)
+        assert ahead > 1, f"readahead cached {ahead} page(s) for a one-page read"
+
+        assert _resident_after_drop(fd) == 0
+        assert read_at_random(path) == 1
+        os.pread(fd, PAGE, 0)
+        assert _resident(fd) == 1
+    finally:
+        os.close(fd)
+
+
+def _resident_after_drop(fd: int) -> int:
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    return _resident(fd)
+
+
+def _resident(fd: int) -> int:
+    """How many of the file's pages the page cache holds: ``mincore(2)`` on a mapping of it."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    ]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    size = PAGE * PAGES
+    address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    if address in (None, ctypes.c_void_p(-1).value):
+        pytest.skip(f"mmap: {os.strerror(ctypes.get_errno())}")
+    try:
+        vector = (ctypes.c_ubyte * PAGES)()
+        if libc.mincore(address, size, vector) != 0:
+            pytest.skip(f"mincore: {os.strerror(ctypes.get_errno())}")
+        return sum(byte & 1 for byte in vector)
+    finally:
+        libc.munmap(address, size)
