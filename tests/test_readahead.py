@@ -1,6 +1,7 @@
 """Readahead off for a reader of a live ledger (ledger/sqlite/readahead.py, decisions/0046): the
-advice reaches SQLite's own descriptors, and a read through an advised descriptor caches only
-the pages it asked for (``mincore(2)`` on a real file), where readahead would cache more."""
+advice reaches SQLite's own descriptors; a read through an advised descriptor caches only the
+pages it asked for, where readahead would cache more; and a ledger connection's first reads
+leave no readahead window behind (``mincore(2)`` on real files)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ledger.sqlite.readahead import read_at_random
+from ledger.sqlite.schema import connect
 
 PAGE = mmap.PAGESIZE
 PAGES = 256
@@ -57,6 +59,36 @@ def test_a_read_with_readahead_off_caches_only_what_it_read(tmp_path: Path) -> N
         assert read_at_random(path) == 1
         os.pread(fd, PAGE, 0)
         assert _resident(fd) == 1
+    finally:
+        os.close(fd)
+
+
+def test_a_ledger_connection_caches_only_the_pages_sqlite_reads(tmp_path: Path) -> None:
+    path = tmp_path / "tenure.db"
+    made = sqlite3.connect(path)
+    made.execute("PRAGMA journal_mode=WAL")
+    made.execute("CREATE TABLE t(x BLOB)")
+    made.executemany("INSERT INTO t VALUES (?)", [(os.urandom(3000),) for _ in range(PAGES)])
+    made.commit()
+    made.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    made.close()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        if _resident_after_drop(fd) > 0:
+            pytest.skip("this file system keeps a file's clean pages cached (tmpfs)")
+        plain = sqlite3.connect(path)  # readahead on: its first reads start a window
+        plain.execute("SELECT length(x) FROM t WHERE rowid = ?", (PAGES - 1,)).fetchone()
+        plain.close()
+        window = _resident(fd)
+
+        assert _resident_after_drop(fd) == 0
+        conn = connect(path)
+        conn.execute("SELECT length(x) FROM t WHERE rowid = ?", (PAGES - 1,)).fetchone()
+        conn.close()
+        asked = _resident(fd)
+        assert asked <= 4, f"{asked} pages cached for the header and one row's path"
+        assert window > asked, f"readahead cached {window} pages, readahead off {asked}"
     finally:
         os.close(fd)
 

@@ -85,8 +85,9 @@ def _backup_database(source: Path, target: Path) -> None:
             contextlib.closing(source_db) as src,
             contextlib.closing(sqlite3.connect(target)) as dst,
         ):
+            read_at_random(source)  # before any statement (ledger/sqlite/readahead.py)
             src.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # its WAL opened, if any
-            read_at_random(source, source.with_name(DB_NAME + "-wal"))
+            read_at_random(source.with_name(DB_NAME + "-wal"))
             src.backup(dst)  # pages=-1: every page in one step, under one read transaction
             dst.execute("PRAGMA journal_mode=DELETE")  # the copy stands alone: no WAL
     except sqlite3.Error as error:

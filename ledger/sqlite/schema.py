@@ -37,12 +37,13 @@ def connect(path: Path) -> sqlite3.Connection:
     (``ledger/sqlite/readahead.py``): a scan of the log (an export, a monitor catching up) must
     not leave the pages the writers rewrite cached in large folios (docs/decisions/0046)."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    read_at_random(path)  # before any statement (ledger/sqlite/readahead.py)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA secure_delete=ON")  # freed pages are zeroed: no old names linger
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA busy_timeout=5000")
-    read_at_random(path, path.with_name(path.name + "-wal"))
+    read_at_random(path.with_name(path.name + "-wal"))  # opened by the first statement
     return conn
 
 
