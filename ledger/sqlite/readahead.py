@@ -1,19 +1,13 @@
-"""Readahead off for a ledger's files while one process reads them through (decisions/0046).
+"""Readahead off for the ledger's files while this process reads them (decisions/0046).
 
-A sequential read of ``tenure.db`` (an online backup copies it page after page) makes the
-kernel read ahead, and on kernels whose ext4 caches files in large folios (Linux 6.16 on) the
-pages it reads stay cached in folios of up to 2 MB. A live server's checkpoints then write 4 KB
-pages into those folios, and each such write costs several times the kernel CPU of a write into
-a single page (~35–45 µs against ~3–8 on the test machine), as does the sync that follows, until
-the pages leave the cache. ``POSIX_FADV_RANDOM`` on the reader's descriptors turns readahead off
-for its reads: what it reads is cached page by page, as the server's own reads leave it.
-
-The advice alone is not enough. SQLite reads the file's header while it opens it, before anyone
-can advise its descriptor, and that read starts a readahead window whose last pages carry a mark:
-a sequential reader that reaches the mark reads ahead again, advice or not. So the file's first
-:data:`HEAD` bytes are dropped from the cache as well (clean pages only; they are read again on
-demand), and the mark with them. Measured with SQLite's backup API on a 1 GB file: advised
-alone, later 4 KB writes cost 31–48 µs of CPU each; advised with the head dropped, 2.6–3.0.
+On kernels whose ext4 caches files in large folios (Linux 6.16 on), a sequential read of
+``tenure.db`` (a backup, an export) leaves it cached in folios of up to 2 MB, and every 4 KB page
+a server's checkpoint later writes into one costs several times the kernel CPU. With
+``POSIX_FADV_RANDOM`` on the reader's descriptors, what it reads is cached page by page, as the
+server's own reads leave it. SQLite reads the header while it opens a file, before its
+descriptor can be advised, and the readahead window that read starts would keep a sequential
+reader reading ahead whatever the advice: so the file's first :data:`HEAD` clean bytes are
+dropped from the cache too (they are read again on demand), and the window's mark with them.
 """
 
 from __future__ import annotations
