@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.sqlite.readahead import read_at_random
+from ledger.sqlite.readahead import read_at_random, warm_at_random
 from ledger.sqlite.schema import connect
 
 PAGE = mmap.PAGESIZE
@@ -89,6 +89,20 @@ def test_a_ledger_connection_caches_only_the_pages_sqlite_reads(tmp_path: Path) 
         asked = _resident(fd)
         assert asked <= 4, f"{asked} pages cached for the header and one row's path"
         assert window > asked, f"readahead cached {window} pages, readahead off {asked}"
+    finally:
+        os.close(fd)
+
+
+def test_a_file_warmed_with_readahead_off_is_cached_whole(tmp_path: Path) -> None:
+    path = tmp_path / "tenure.db"
+    path.write_bytes(os.urandom(PAGE * PAGES))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        if _resident_after_drop(fd) > 0:
+            pytest.skip("this file system keeps a file's clean pages cached (tmpfs)")
+        assert warm_at_random(path) == PAGE * PAGES
+        assert _resident(fd) == PAGES  # what a backup reads next is there
     finally:
         os.close(fd)
 

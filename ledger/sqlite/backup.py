@@ -27,7 +27,7 @@ from ledger.keys.keyring import KeyFileError, SigningKey, load_signing_keys
 from ledger.location import HOST_NAME_VARIABLE
 from ledger.log.export import export_ledger
 from ledger.sqlite.cluster import KEYS_FILE
-from ledger.sqlite.readahead import read_at_random
+from ledger.sqlite.readahead import read_at_random, warm_at_random
 from ledger.sqlite.readonly import ReadOnlyLedger
 from ledger.sqlite.schema import DB_NAME
 from ledger.storage import StorageError
@@ -80,6 +80,9 @@ def _backup_database(source: Path, target: Path) -> None:
     os.close(os.open(target, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
     uri = f"file:{quote(str(source.resolve()))}?mode=ro"
     try:
+        for path in (source, source.with_name(DB_NAME + "-wal")):
+            with contextlib.suppress(FileNotFoundError):
+                warm_at_random(path)  # before SQLite opens it here (its docstring)
         source_db = sqlite3.connect(uri, uri=True, timeout=30)
         with (
             contextlib.closing(source_db) as src,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 _FDS = Path("/proc/self/fd")
 HEAD = 1 << 20
+CHUNK = 1 << 20
 """Bytes at the start of a file dropped from the cache when it is advised: past the window a
 one-page read at open starts (four pages)."""
 
@@ -40,3 +41,24 @@ def read_at_random(*paths: Path) -> int:
         except OSError:  # closed meanwhile (the listing's own descriptor among them)
             continue
     return changed
+
+
+def warm_at_random(path: Path) -> int:
+    """Read ``path`` through once in :data:`CHUNK` reads with readahead off, so the page cache
+    holds it page by page and a sequential reader after it (a backup) finds its pages there:
+    a cold 1 GB backup took 21–23 s with SQLite's 4 KB reads advised, 3.8–3.9 s with readahead
+    on. Bytes read (0 without ``posix_fadvise``). Only before this process opens ``path`` with
+    SQLite: closing the descriptor read through drops every POSIX lock the process holds on
+    the file, SQLite's included (``fcntl(2)``)."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:
+        return 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        advise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        buffer, read = bytearray(CHUNK), 0
+        while done := os.readv(fd, [buffer]):
+            read += done
+        return read
+    finally:
+        os.close(fd)
