@@ -104,7 +104,7 @@ def read_through(data: Path) -> int:
     (``POSIX_FADV_RANDOM``), so the cache holds the file in single pages, as the server's own
     page reads leave it, whatever read it before. A plain sequential read leaves it in large
     folios on kernels whose ext4 has them (6.16 on): every 4 KB page a checkpoint then writes
-    costs ~35–45 µs of kernel CPU instead of ~3–8, and the rounds measured that, not the
+    costs ~25–48 µs of kernel CPU instead of ~3–8, and the rounds measured that, not the
     server (docs/decisions/0046)."""
     read = 0
     for path in sorted(data.glob("tenure.db*")):
