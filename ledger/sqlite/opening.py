@@ -10,16 +10,22 @@ from pathlib import Path
 from ledger.keys.names import NameCodec
 from ledger.sqlite.cluster import serving
 from ledger.sqlite.migrations import migrate
+from ledger.sqlite.readahead import warm_at_random
 from ledger.sqlite.schema import DB_NAME, connect
 
 
 def open_db(data_dir: Path, names: NameCodec | None) -> tuple[sqlite3.Connection, int]:
     """Open (creating if needed) the ledger, private to its owner: the folder 0700, the database
-    and its WAL and shared-memory files 0600; the schema version reached is returned."""
+    and its WAL and shared-memory files 0600; the schema version reached is returned. A WAL left
+    by a crash is read through first with readahead off: SQLite replays it in its first
+    statement, before its descriptor can be advised, and the writers then rewrite those pages
+    (``ledger/sqlite/readahead.py``). Safe to close: SQLite holds no lock on the WAL file."""
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(data_dir, 0o700)
     path = data_dir / DB_NAME
     _create_private(path)
+    with contextlib.suppress(FileNotFoundError):  # a WAL a crash left, replayed by the open
+        warm_at_random(data_dir / (DB_NAME + "-wal"))
     conn = connect(path)
     version = migrate(conn, names, lambda: serving(data_dir))
     for name in (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm"):
