@@ -1,7 +1,8 @@
 """Readahead off for a reader of a live ledger (ledger/sqlite/readahead.py, decisions/0046): the
 advice reaches SQLite's own descriptors; a read through an advised descriptor caches only the
-pages it asked for, where readahead would cache more; and a ledger connection's first reads
-leave no readahead window behind (``mincore(2)`` on real files)."""
+pages it asked for, where readahead would cache more; a ledger connection's first reads leave
+no readahead window behind; a file read through is cached whole (``mincore(2)`` on real
+files)."""
 
 from __future__ import annotations
 
@@ -46,11 +47,8 @@ def test_the_advice_reaches_sqlite_s_own_descriptors(tmp_path: Path) -> None:
 def test_a_read_with_readahead_off_caches_only_what_it_read(tmp_path: Path) -> None:
     path = tmp_path / "pages.bin"
     path.write_bytes(os.urandom(PAGE * PAGES))
-    fd = os.open(path, os.O_RDONLY)
+    fd = _uncached(path)
     try:
-        os.fsync(fd)
-        if _resident_after_drop(fd) > 0:
-            pytest.skip("this file system keeps a file's clean pages cached (tmpfs)")
         os.pread(fd, PAGE, 0)  # readahead on: the kernel reads past the one page asked for
         ahead = _resident(fd)
         assert ahead > 1, f"readahead cached {ahead} page(s) for a one-page read"
@@ -72,11 +70,8 @@ def test_a_ledger_connection_caches_only_the_pages_sqlite_reads(tmp_path: Path) 
     made.commit()
     made.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     made.close()
-    fd = os.open(path, os.O_RDONLY)
+    fd = _uncached(path)
     try:
-        os.fsync(fd)
-        if _resident_after_drop(fd) > 0:
-            pytest.skip("this file system keeps a file's clean pages cached (tmpfs)")
         plain = sqlite3.connect(path)  # readahead on: its first reads start a window
         plain.execute("SELECT length(x) FROM t WHERE rowid = ?", (PAGES - 1,)).fetchone()
         plain.close()
@@ -93,18 +88,34 @@ def test_a_ledger_connection_caches_only_the_pages_sqlite_reads(tmp_path: Path) 
         os.close(fd)
 
 
-def test_a_file_warmed_with_readahead_off_is_cached_whole(tmp_path: Path) -> None:
+def test_a_file_read_through_is_cached_whole(tmp_path: Path) -> None:
+    """What a backup reads next is there: read through on SQLite's own descriptor (no
+    descriptor opened or closed beside its locks), or on one of its own (a WAL)."""
     path = tmp_path / "tenure.db"
     path.write_bytes(os.urandom(PAGE * PAGES))
-    fd = os.open(path, os.O_RDONLY)
+    fd = _uncached(path)
     try:
-        os.fsync(fd)
-        if _resident_after_drop(fd) > 0:
-            pytest.skip("this file system keeps a file's clean pages cached (tmpfs)")
+        conn = sqlite3.connect(path)  # SQLite holds a descriptor of it
+        try:
+            assert read_at_random(path, through=True) == 2  # SQLite's and this test's
+            assert _resident(fd) == PAGES
+        finally:
+            conn.close()
+        assert _resident_after_drop(fd) == 0
         assert warm_at_random(path) == PAGE * PAGES
-        assert _resident(fd) == PAGES  # what a backup reads next is there
+        assert _resident(fd) == PAGES
     finally:
         os.close(fd)
+
+
+def _uncached(path: Path) -> int:
+    """A descriptor of ``path``, its pages synced and dropped from the page cache."""
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)
+    if _resident_after_drop(fd) > 0:
+        os.close(fd)
+        pytest.skip("this file system keeps a file's clean pages cached (tmpfs)")
+    return fd
 
 
 def _resident_after_drop(fd: int) -> int:

@@ -27,7 +27,7 @@ from ledger.keys.keyring import KeyFileError, SigningKey, load_signing_keys
 from ledger.location import HOST_NAME_VARIABLE
 from ledger.log.export import export_ledger
 from ledger.sqlite.cluster import KEYS_FILE
-from ledger.sqlite.readahead import read_at_random, warm_at_random
+from ledger.sqlite.readahead import read_at_random
 from ledger.sqlite.readonly import ReadOnlyLedger
 from ledger.sqlite.schema import DB_NAME
 from ledger.storage import StorageError
@@ -72,25 +72,23 @@ def copy_ledger(
 
 
 def _backup_database(source: Path, target: Path) -> None:
-    """The whole database in one backup step (one snapshot), fsynced, its WAL merged. Read with
-    readahead off, so a server still writing the ledger does not pay for the copy's reads in
-    every checkpoint after it (``ledger/sqlite/readahead.py``)."""
+    """The whole database in one backup step (one snapshot), fsynced, its WAL merged. Read
+    through first with readahead off, on SQLite's own descriptors, so a server still writing
+    the ledger does not pay for the copy's reads in every checkpoint after it
+    (``ledger/sqlite/readahead.py``)."""
     if not source.is_file():
         raise CopyRefused(f"no ledger in {source.parent} (no {DB_NAME})")
     os.close(os.open(target, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
     uri = f"file:{quote(str(source.resolve()))}?mode=ro"
     try:
-        for path in (source, source.with_name(DB_NAME + "-wal")):
-            with contextlib.suppress(FileNotFoundError):
-                warm_at_random(path)  # before SQLite opens it here (its docstring)
         source_db = sqlite3.connect(uri, uri=True, timeout=30)
         with (
             contextlib.closing(source_db) as src,
             contextlib.closing(sqlite3.connect(target)) as dst,
         ):
-            read_at_random(source)  # before any statement (ledger/sqlite/readahead.py)
+            read_at_random(source, through=True)  # before any statement (its docstring)
             src.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # its WAL opened, if any
-            read_at_random(source.with_name(DB_NAME + "-wal"))
+            read_at_random(source.with_name(DB_NAME + "-wal"), through=True)
             src.backup(dst)  # pages=-1: every page in one step, under one read transaction
             dst.execute("PRAGMA journal_mode=DELETE")  # the copy stands alone: no WAL
     except sqlite3.Error as error:

@@ -33,8 +33,9 @@ less in seven of eight alternated runs under wrk (docs/performance.md, seventh r
 RESTART_FRAMES = 16000
 """WAL frames (pages, 4 KB each) past which the checkpointer makes the WAL start over: ~64 MB.
 A RESTART costs about the same under the lock whatever the WAL's length (on a grown ledger
-~100 ms, mostly its sync of the pages PASSIVE rounds copied), so a longer WAL means fewer
-of them: at 4,000 frames they held the lock ~15% of the time (docs/decisions/0045)."""
+~40–75 ms, ~100–130 on a page cache in large folios: 0046), mostly its sync of the pages
+PASSIVE rounds copied, so a longer WAL means fewer of them: at 4,000 frames they held the lock
+~15% of the time (docs/decisions/0045)."""
 
 
 class Checkpointer:

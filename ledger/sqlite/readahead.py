@@ -20,47 +20,60 @@ HEAD = 1 << 20
 """Bytes at the start of a file dropped from the cache when it is advised: past the window a
 one-page read at open starts (four pages)."""
 CHUNK = 1 << 20
-"""Bytes per read of :func:`warm_at_random`."""
+"""Bytes per read when a file is read through (:func:`read_at_random`, :func:`warm_at_random`)."""
 
 
-def read_at_random(*paths: Path) -> int:
+def read_at_random(*paths: Path, through: bool = False) -> int:
     """Turn readahead off on every descriptor this process holds of ``paths`` (SQLite's own,
     which it does not hand out) and drop the files' first :data:`HEAD` clean bytes from the
-    cache (module doc); the number of descriptors changed. 0 where the platform has no
-    ``posix_fadvise`` or no ``/proc/self/fd``: there the advice is only lost, nothing fails."""
+    cache (module doc); with ``through``, also read each file through once, in :data:`CHUNK`
+    reads on that descriptor, so a sequential reader after it (a backup) finds every page
+    cached, where SQLite's own 4 KB reads without readahead would wait for the disk one page
+    at a time (a cold 1 GB backup: 21–23 s so). No descriptor is opened or closed here, so
+    none of SQLite's POSIX locks can drop (``fcntl(2)``). The number of descriptors changed;
+    0 where the platform has no ``posix_fadvise`` or no ``/proc/self/fd``: there the advice
+    is only lost, nothing fails."""
     advise = getattr(os, "posix_fadvise", None)
     if advise is None or not _FDS.is_dir():
         return 0
     wanted = {str(path.resolve()) for path in paths}
+    found: dict[str, int] = {}  # each file's last descriptor: read through once, advised all
     changed = 0
     for entry in _FDS.iterdir():
         try:
-            if os.readlink(entry) in wanted:
+            target = os.readlink(entry)
+            if target in wanted:
                 advise(int(entry.name), 0, 0, os.POSIX_FADV_RANDOM)
                 advise(int(entry.name), 0, HEAD, os.POSIX_FADV_DONTNEED)
+                found[target] = int(entry.name)
                 changed += 1
         except OSError:  # closed meanwhile (the listing's own descriptor among them)
             continue
+    if through:
+        for fd in found.values():
+            _read_through(fd)
     return changed
 
 
 def warm_at_random(path: Path) -> int:
-    """Read ``path`` through once in :data:`CHUNK` reads with readahead off, so the page cache
-    holds it page by page and a sequential reader after it (a backup) finds its pages there,
-    where SQLite's own 4 KB reads without readahead would wait for the disk one page at a time
-    (a cold 1 GB backup: 21–23 s so, 3.0–3.4 s after this). Bytes read (0 without
-    ``posix_fadvise``). Only before this process opens ``path`` with SQLite: closing the
-    descriptor read through drops every POSIX lock the process holds on the file, SQLite's
-    included (``fcntl(2)``)."""
-    advise = getattr(os, "posix_fadvise", None)
-    if advise is None:
+    """Read ``path`` through once with readahead off, on a descriptor of its own; bytes read
+    (0 without ``posix_fadvise``). For a file no SQLite connection of this process locks — the
+    WAL, which SQLite never locks, or any file before SQLite opens it: closing the descriptor
+    drops every POSIX lock the process holds on the file (``fcntl(2)``)."""
+    if getattr(os, "posix_fadvise", None) is None:
         return 0
     fd = os.open(path, os.O_RDONLY)
     try:
-        advise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        buffer, read = bytearray(CHUNK), 0
-        while done := os.readv(fd, [buffer]):
-            read += done
-        return read
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        return _read_through(fd)
     finally:
         os.close(fd)
+
+
+def _read_through(fd: int) -> int:
+    """Read the file of ``fd`` from its start in :data:`CHUNK` reads (``pread``: its offset,
+    which SQLite never uses, stays); bytes read."""
+    buffer, read = bytearray(CHUNK), 0
+    while done := os.preadv(fd, [buffer], read):
+        read += done
+    return read
