@@ -117,6 +117,8 @@ def _audit_copy(folder: Path, keys_dir: Path) -> int:
         text = TextIOWrapper(raw, encoding="utf-8", newline="\n")
         try:
             size = export_ledger(storage, text, signer=_signer(storage, keys), host_name=_host())
+        except StorageError as error:  # its tree and entries disagree: an audit's finding too
+            raise CopyRefused(f"the copy does not audit: {error}") from error
         finally:
             storage.close()
         text.flush()
