@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any, cast
 
-PORT = 8099
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from vs_etcd import Figures, free_port, show, wait_http, wrk
+
 BODY = b'{"x":"' + b"a" * 2500 + b'"}'
 HEAD = b"HTTP/1.1 201 Created\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
 LUA = """wrk.method = "POST"
@@ -69,62 +69,54 @@ class BareProtocol(asyncio.Protocol):
         self.transport.write(HEAD % len(BODY) + BODY)
 
 
-def serve(mode: str) -> None:
-    """Run one server on ``PORT`` until killed."""
+def serve(mode: str, port: int) -> None:
+    """Run one server on ``port`` until killed."""
     import uvloop
 
     if mode == "uvicorn":
         import uvicorn
 
-        uvicorn.run(bare_app, port=PORT, loop="uvloop", http="httptools", log_level="warning")
+        uvicorn.run(bare_app, port=port, loop="uvloop", http="httptools", log_level="warning")
         return
 
     async def main() -> None:
-        server = await asyncio.get_running_loop().create_server(BareProtocol, "127.0.0.1", PORT)
+        server = await asyncio.get_running_loop().create_server(BareProtocol, "127.0.0.1", port)
         await server.serve_forever()
 
     uvloop.run(main())
 
 
-def measure(mode: str, duration: int, lua: Path) -> tuple[float, float]:
-    """(requests per second, server CPU µs per request) of one wrk run against ``mode``."""
-    server = subprocess.Popen([sys.executable, __file__, "--serve", mode])
+def measure(mode: str, args: argparse.Namespace) -> Figures:
+    """One wrk run against ``mode`` after a 3 s warm-up, with the server's CPU per request."""
+    port = free_port()
+    cmd = [sys.executable, __file__, "--serve", mode, "--port", str(port)]
+    server = subprocess.Popen(cmd)
     try:
-        time.sleep(1.5)
-        url = f"http://127.0.0.1:{PORT}/api/v1/lease/acquire"
-        wrk = ["wrk", "-t1", "-c64", "-s", str(lua), url]
-        subprocess.run([*wrk, "-d3s"], check=True, capture_output=True)  # warm-up
-        before = _cpu(server.pid)
-        out = subprocess.run([*wrk, f"-d{duration}s"], check=True, capture_output=True, text=True)
-        spent = _cpu(server.pid) - before
+        url = f"http://127.0.0.1:{port}"
+        wait_http(url, server)
+        warm = argparse.Namespace(**vars(args) | {"duration": 3})
+        wrk(mode, url + "/api/v1/lease/acquire", LUA, warm, {}, server.pid, lock=False)
+        return wrk(mode, url + "/api/v1/lease/acquire", LUA, args, {}, server.pid, lock=False)
     finally:
         server.kill()
         server.wait()
-    rate = float(next(ln.split()[1] for ln in out.stdout.splitlines() if "Requests/sec" in ln))
-    return rate, spent / (rate * duration) * 1e6
-
-
-def _cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--duration", type=int, default=8)
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--serve", choices=["uvicorn", "bare"], help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.port)
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        lua = Path(tmp) / "post.lua"
-        lua.write_text(LUA)
-        for _ in range(args.rounds):
-            for mode in ("uvicorn", "bare"):
-                rate, cpu = measure(mode, args.duration, lua)
-                print(f"{mode:8} {rate:9,.0f} req/s  {cpu:6.1f} µs of server CPU per request")
+    for _ in range(args.rounds):
+        for mode in ("uvicorn", "bare"):
+            show(measure(mode, args))
 
 
 if __name__ == "__main__":
