@@ -16,7 +16,7 @@ from starlette.types import Scope
 
 from api import logs as access_log
 from api.accel import parse_accel, tune_gc
-from api.accel.hot_route import HotRoute
+from api.accel.hot_route import HotAnswer, HotRoute
 from api.bundle_routes import bundle_routes
 from api.docs_routes import docs_routes
 from api.error_handlers import install_error_handlers
@@ -151,13 +151,16 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     docs_routes(app)
     install_openapi(app, settings)
     app.add_middleware(RequestMetrics, access=access)  # times all else, writes the access log
-    if "hot-route" in accel:
+    if accel & {"hot-route", "hot-protocol"}:
 
         def done(scope: Scope, status: int, seconds: float) -> None:
             request_done(scope, status, seconds, access)
 
-        errors = app.exception_handlers
-        app.add_middleware(HotRoute, handler=lease_handler, errors=errors, done=done)
+        hot = HotAnswer(app, lease_handler, done)
+        if "hot-protocol" in accel:
+            app.state.hot = hot  # api/serve_cli.py hands it to uvicorn's protocol
+        if "hot-route" in accel:
+            app.add_middleware(HotRoute, hot=hot)
     return app
 
 

@@ -100,6 +100,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if size > self.max_header_bytes:
             self._too_large = True
             raise _HeadersTooLarge
+        self.start_request()
+
+    def start_request(self) -> None:
+        """Start answering a request whose head is whole and within the cap: uvicorn's way."""
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:

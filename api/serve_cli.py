@@ -90,17 +90,19 @@ def _serve_one(args: argparse.Namespace, sock: socket.socket, ready: Callable[[]
     is called once it serves."""
     import uvicorn
 
+    from api.accel.hot_protocol import protocol_for
     from api.app import create_app
-    from api.http_guard import MAX_HEADER_BYTES_ENV, READ_TIMEOUT_ENV, GuardedHttpToolsProtocol
+    from api.http_guard import MAX_HEADER_BYTES_ENV, READ_TIMEOUT_ENV
 
     os.environ[READ_TIMEOUT_ENV] = str(args.read_timeout)
     os.environ[MAX_HEADER_BYTES_ENV] = str(args.max_header_bytes)
+    app = create_app(settings(args))
     config = uvicorn.Config(
-        create_app(settings(args)),
+        app,
         host=args.host,
         port=args.port,
         loop="uvloop",
-        http=GuardedHttpToolsProtocol,
+        http=protocol_for(app),
         log_level=args.log_level,
         access_log=False,  # the app writes it, buffered (api/logs.py AccessLog)
         timeout_graceful_shutdown=5,

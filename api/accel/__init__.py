@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import gc
 
-ACCELERATIONS = ("native-answer", "orjson", "hot-route", "gc-tuning")
+ACCELERATIONS = ("native-answer", "orjson", "hot-route", "hot-protocol", "gc-tuning")
 """native-answer: ``ledger._native`` writes answers; orjson: reads flat request bodies;
-hot-route: :mod:`api.accel.hot_route` answers the lease routes; gc-tuning: fewer collections."""
+hot-route: :mod:`api.accel.hot_route` answers the lease routes; hot-protocol:
+:mod:`api.accel.hot_protocol` answers them from uvicorn's protocol, under the ASGI app;
+gc-tuning: fewer collections."""
 
 
 def parse_accel(text: str) -> frozenset[str]:

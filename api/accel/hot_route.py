@@ -18,6 +18,7 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.responses import Response
+from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 LEASE_PATH = "/api/v1/lease"
@@ -50,35 +51,61 @@ def lease_op_of(scope: Scope) -> tuple[bool, str | None]:
     return False, None
 
 
-class HotRoute:
-    """Answers the lease routes with ``handler``; ``errors`` are the app's exception handlers
-    (its ``exception_handlers``, read at each refusal) and ``done`` times and counts."""
+class HotAnswer:
+    """The lease routes' answer, given by ``handler`` with ``app``'s refusals (its exception
+    handlers, read at each refusal); ``done`` times and counts. Shared by :class:`HotRoute`
+    (ASGI middleware) and :mod:`api.accel.hot_protocol` (uvicorn's protocol)."""
 
-    def __init__(
-        self, app: ASGIApp, handler: Handler, errors: Mapping[Any, Any], done: Done
-    ) -> None:
-        self.app, self.handler, self.errors, self.done = app, handler, errors, done
+    def __init__(self, app: Starlette, handler: Handler, done: Done) -> None:
+        self.app, self.handler, self.done = app, handler, done
+
+    @property
+    def errors(self) -> Mapping[Any, Any]:
+        return self.app.exception_handlers
+
+    async def answer(self, scope: Scope, receive: Receive, op: str | None) -> Response:
+        """The answer to the lease route ``op`` names, or the app's refusal of it; a crash is
+        raised, for the caller to answer with :meth:`crashed`."""
+        scope[ROUTE_KEY] = LEASE_PATH if op is None else _OP_ROUTE  # for the metrics
+        scope["app"] = self.app  # as Starlette's app sets it (``Request.app``)
+        request = Request(scope, receive)
+        try:
+            return await self.handler(request, op)
+        except Exception as error:
+            answer = _handler_for(self.errors, error)
+            if answer is None:
+                raise
+            return await answer(request, error)
+
+    async def crashed(self, scope: Scope, error: Exception) -> Response | None:
+        """The app's answer to a crash (its handler of 500 or of Exception, as Starlette's
+        ServerErrorMiddleware picks it); None if it has none."""
+        handler = self.errors.get(500) or self.errors.get(Exception)
+        if handler is None:
+            return None
+        response: Response = await handler(Request(scope), error)
+        return response
+
+
+class HotRoute:
+    """ASGI middleware answering the lease routes with a :class:`HotAnswer` (``hot``), and
+    anything else with the app it wraps."""
+
+    def __init__(self, app: ASGIApp, hot: HotAnswer) -> None:
+        self.app, self.hot = app, hot
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         hot, op = lease_op_of(scope)
         if not hot:
             await self.app(scope, receive, send)
             return
-        scope[ROUTE_KEY] = LEASE_PATH if op is None else _OP_ROUTE  # for the metrics
         began, status = time.perf_counter(), 500
         try:
-            request = Request(scope, receive)
-            try:
-                response = await self.handler(request, op)
-            except Exception as error:
-                answer = _handler_for(self.errors, error)
-                if answer is None:
-                    raise  # ServerErrorMiddleware answers and raises it again
-                response = await answer(request, error)
+            response = await self.hot.answer(scope, receive, op)
             status = response.status_code
             await response(scope, receive, send)
         finally:
-            self.done(scope, status, time.perf_counter() - began)
+            self.hot.done(scope, status, time.perf_counter() - began)
 
 
 def _handler_for(handlers: Mapping[Any, Any], error: Exception) -> ErrorHandler | None:
