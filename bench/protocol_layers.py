@@ -92,7 +92,7 @@ async def measure(hot: bool) -> list[float]:
         answered()
         waiter.set_result(None)
 
-    protocol.on_response_complete = complete
+    protocol.on_response_complete = complete  # type: ignore[method-assign]
     rounds = []
     for _ in range(ROUNDS):
         began = time.process_time()
