@@ -35,6 +35,7 @@ from ledger.keys.names import NameCodec
 from ledger.keys.signer import Signer
 from ledger.lease.calls import Limits, now_ms
 from ledger.lease.provenance import Issuer
+from ledger.lease.sweeper import next_sweep_in
 from ledger.location import default_origin
 from ledger.log.view import LogReader, SignedCheckpoint
 from ledger.membership import Membership
@@ -101,6 +102,8 @@ class Runtime:
         self.tasks = Supervisor()
         self.tasks.add("leader", self._lead, LEAD_INTERVAL)
         self.tasks.add("sweeper", self._sweep, config.sweep_interval)
+        self._sweep_interval = config.sweep_interval
+        self._swept_at: int | None = None  # the clock at the last sweep
         self.tasks.add("sealer", self._seal, config.checkpoint_interval)
         self._seal_lock = asyncio.Lock()  # one reader's sealing in flight per process
         self._turn = backend.seal_turn
@@ -261,10 +264,17 @@ class Runtime:
         if await asyncio.to_thread(self.cluster.try_lead):
             await self.service.durable(self.service.purge_dead_waiters(self.cluster.dead))
 
-    async def _sweep(self) -> None:
-        """One sweep, awaited: a failed commit makes the task report failing and back off."""
-        if self.cluster.leader:
-            await self.service.durable(self.service.sweep(self.clock()))
+    async def _sweep(self) -> float | None:
+        """One sweep, awaited: a failed commit makes the task report failing and back off. The
+        next comes sooner while expiries come fast (``next_sweep_in``: a tick's worth of them
+        in one group of the ledger's lock would hold up every call queued behind it)."""
+        if not self.cluster.leader:
+            return None
+        now = self.clock()
+        found: int = await self.service.durable(self.service.sweep(now))
+        since, self._swept_at = self._swept_at, now
+        seconds = 0.0 if since is None else (now - since) / 1000
+        return next_sweep_in(found, seconds, self._sweep_interval)
 
     async def _seal(self) -> None:
         """Seal the log periodically, as transparency logs publish tree heads, so entries do not

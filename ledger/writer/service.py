@@ -243,14 +243,15 @@ class LeaseService:
 
     # -- the sweeper (rule 7, rule 13, rule 12's 24 h) --------------------------------------
 
-    def sweep(self, now: int) -> asyncio.Future[None]:
+    def sweep(self, now: int) -> asyncio.Future[int]:
         """Queue one sweep at ``now``; nobody need await it (a failure marks the service
-        unhealthy until a later commit succeeds), but the future says when it is durable."""
-        future: asyncio.Future[None] = self.committer.submit(self._sweep_work(now))
+        unhealthy until a later commit succeeds), but the future says when it is durable, and
+        how many due resources it found."""
+        future: asyncio.Future[int] = self.committer.submit(self._sweep_work(now))
         future.add_done_callback(unattended)
         return future
 
-    def _sweep_work(self, now: int) -> Callable[[Transaction], None]:
+    def _sweep_work(self, now: int) -> Callable[[Transaction], int]:
         decider, horizon = self.decider, self.limits.idempotency_seconds * 1000
         return lambda _: sweeper.sweep(decider.batch, now, horizon)
 

@@ -11,13 +11,15 @@ from typing import Any
 
 logger = logging.getLogger("tenure.tasks")
 
-Step = Callable[[], Awaitable[None]]
+Step = Callable[[], Awaitable[float | None]]
+"""One run of a task; it may return the seconds until the next run (else its interval)."""
 
 
 @dataclass
 class Supervised:
-    """Runs ``step`` every ``interval`` seconds; after a failure waits twice as long each time
-    (up to ``backoff_max``) and tries again, so a storage outage ends with the task resumed."""
+    """Runs ``step`` every ``interval`` seconds, or after the seconds its last run returned;
+    after a failure waits twice as long each time (up to ``backoff_max``) and tries again, so a
+    storage outage ends with the task resumed."""
 
     name: str
     step: Step
@@ -26,6 +28,7 @@ class Supervised:
     failures: int = 0
     runs: int = 0
     last_error: str | None = None
+    _next: float | None = None
     _task: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def start(self) -> None:
@@ -55,7 +58,7 @@ class Supervised:
         while True:
             await asyncio.sleep(self._delay())
             try:
-                await self.step()
+                self._next = await self.step()
             except asyncio.CancelledError:
                 raise
             except Exception as error:
@@ -68,7 +71,7 @@ class Supervised:
 
     def _delay(self) -> float:
         if not self.failures:
-            return self.interval
+            return self.interval if self._next is None else self._next
         backoff: float = max(self.interval, 0.05) * 2.0 ** min(self.failures, 16)
         return min(self.backoff_max, backoff)
 
