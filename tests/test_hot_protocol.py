@@ -29,6 +29,7 @@ from api.accel.hot_protocol import HotProtocol, protocol_for
 from api.app import create_app
 from api.http_guard import GuardedHttpToolsProtocol
 from api.settings import Settings
+from api.tenancy import mint_namespace
 from tests.conftest import free_port, rid
 from tests.test_hot_route import comparable, requests
 
@@ -155,6 +156,22 @@ def test_pipelined_requests_are_answered_in_order(ports: tuple[FastAPI, int, int
     assert not closed
 
 
+def test_a_pipelined_request_keeps_its_own_headers(ports: tuple[FastAPI, int, int]) -> None:
+    """A grant in a namespace, then a read of the same name with no namespace, in one packet:
+    the grant is the namespace's (the second request's head, parsed before the first is
+    answered, must not stand in for the first's)."""
+    _, port, _ = ports
+    body = acquire_body()
+    namespace = f"Tenure-Namespace: {mint_namespace()}\r\n"
+    get = json.dumps({"resource": json.loads(body)["resource"]}).encode()
+    raw = post("/api/v1/lease/acquire", body, namespace) + post("/api/v1/lease/get", get)
+    answers, _ = exchange(port, raw, 2)
+    ((status, _, own),), _ = exchange(port, post("/api/v1/lease/get", get, namespace))
+    assert [status for status, _, _ in answers] == [201, 200] and status == 200
+    assert json.loads(answers[1][2])["data"].get("holder") is None  # the anonymous tenant's
+    assert json.loads(own)["data"]["holder"] == "a"
+
+
 @pytest.mark.parametrize(
     ("extra", "version"), [("Connection: close\r\n", "1.1"), ("", "1.0")], ids=["close", "1.0"]
 )
@@ -196,9 +213,9 @@ def test_expect_continue_and_forwarded_requests_go_to_uvicorn(
     answered: list[str | None] = []
     answer = HotProtocol._answer
 
-    async def counted(self: HotProtocol, cycle: Any, op: str | None) -> None:
+    async def counted(self: HotProtocol, cycle: Any, scope: Any, op: str | None) -> None:
         answered.append(op)
-        await answer(self, cycle, op)
+        await answer(self, cycle, scope, op)
 
     monkeypatch.setattr(HotProtocol, "_answer", counted)
     continued = post("/api/v1/lease/acquire", acquire_body(), "Expect: 100-continue\r\n")

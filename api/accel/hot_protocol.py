@@ -89,7 +89,7 @@ class HotProtocol(GuardedHttpToolsProtocol):
             return
         keep_alive = self.scope["http_version"] != "1.0" and self.parser.should_keep_alive()
         self.cycle = cycle = HotCycle(keep_alive, self.flow)  # type: ignore[assignment]
-        task = self.loop.create_task(self._answer(cycle, op))
+        task = self.loop.create_task(self._answer(cycle, self.scope, op))
         task.add_done_callback(self.tasks.discard)
         self.tasks.add(task)
 
@@ -123,20 +123,21 @@ class HotProtocol(GuardedHttpToolsProtocol):
     def _forwarded(self) -> bool:
         return self.config.proxy_headers and any(n in _FORWARDED for n, _ in self.headers)
 
-    async def _answer(self, cycle: HotCycle, op: str | None) -> None:
-        """Answer one lease request, time it and count it, as :class:`HotRoute` does."""
-        scope, hot = self.scope, self.hot
+    async def _answer(self, cycle: HotCycle, scope: Any, op: str | None) -> None:
+        """Answer one lease request, time it and count it, as :class:`HotRoute` does. Its
+        ``scope`` is passed in: a request pipelined behind it replaces the protocol's own."""
+        hot = self.hot
         began, status = time.perf_counter(), 500
         try:
-            response = await hot.answer(scope, cycle.receive, op)  # type: ignore[arg-type]
+            response = await hot.answer(scope, cycle.receive, op)
             status = response.status_code
             await self._send(cycle, response)
         except BaseException as error:  # as uvicorn's cycle: a cancelled task gets a plain 500
-            await self._crashed(cycle, error)
+            await self._crashed(cycle, scope, error)
         finally:
-            hot.done(scope, status, time.perf_counter() - began)  # type: ignore[arg-type]
+            hot.done(scope, status, time.perf_counter() - began)
 
-    async def _crashed(self, cycle: HotCycle, error: BaseException) -> None:
+    async def _crashed(self, cycle: HotCycle, scope: Any, error: BaseException) -> None:
         """The app's signed 500 (a plain one for what is not an Exception, as Starlette's error
         middleware leaves it to uvicorn) if nothing was sent yet; logged as uvicorn logs it."""
         self.logger.error("Exception in ASGI application\n", exc_info=error)
@@ -145,7 +146,7 @@ class HotProtocol(GuardedHttpToolsProtocol):
         response = None
         if isinstance(error, Exception):
             try:
-                response = await self.hot.crashed(self.scope, error)  # type: ignore[arg-type]
+                response = await self.hot.crashed(scope, error)
             except Exception as failed:
                 self.logger.error("Exception in the 500 handler\n", exc_info=failed)
         if response is None:
