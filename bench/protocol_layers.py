@@ -1,16 +1,14 @@
 """The HTTP layers' CPU per request, in process: uvicorn's ASGI cycle against the hot protocol.
 
-The lease handler is replaced by one that returns a fixed answer, as in
-``bench/hot_route_layers.py``; each request's bytes (wrk's acquire) are fed to the protocol's
-``data_received`` over a transport that keeps what it is given, and the loop runs until the answer
-is written. What is left is the protocol, the ASGI app in front of the handler and the answer's
-write: uvicorn's ``HttpToolsProtocol`` cycle (through its proxy-headers middleware and the app's
-middleware, the ``hot-route`` one included) against ``api.accel.hot_protocol.HotProtocol``.
+The lease handler is replaced by one returning a fixed answer (as in
+``bench/hot_route_layers.py``); wrk's acquire is fed to the protocol's ``data_received`` over a
+transport that keeps nothing, and the loop runs until the answer is written whole. Left: the
+protocol, the ASGI app in front of the handler and the write — uvicorn's ``HttpToolsProtocol``
+(its proxy-headers middleware, the app's middleware, the hot route) against
+``api.accel.hot_protocol.HotProtocol``.
 
-Not a test: prints CPU µs per request (min and median of 7 rounds of 20,000 requests).
-
-    .venv/bin/python bench/protocol_layers.py
-"""
+Not a test: prints CPU µs per request (min and median of 7 rounds of 20,000 requests):
+``.venv/bin/python bench/protocol_layers.py``."""
 
 from __future__ import annotations
 

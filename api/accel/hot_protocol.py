@@ -1,22 +1,15 @@
 """The hot protocol: the lease routes answered from uvicorn's HTTP protocol, under the ASGI app.
 
-uvicorn runs every request as an ASGI cycle: a scope passed through its proxy-headers
-middleware and Starlette's app and error middleware, an ``asyncio.Event`` per request, and two
-ASGI messages out, each checked (``bench/http_floor.py`` measured that cycle at ~40–50 µs of CPU
-a request). For ``POST /api/v1/lease`` and ``/api/v1/lease/{op}``, most of a server's traffic,
-:class:`HotProtocol` starts the lease handler itself (:class:`api.accel.hot_route.HotAnswer`,
-the same one the ASGI middleware calls) and writes its answer in one ``write``: the same status
-line and headers uvicorn writes, ``server`` and ``date`` first.
-
-What uvicorn's cycle does for a request is kept: the read deadline and header cap of
-:class:`api.http_guard.GuardedHttpToolsProtocol` (this is a subclass), keep-alive and
-``Connection: close``, HTTP/1.0, flow control both ways, pipelined requests answered in order,
-a client gone (``http.disconnect``), the server's graceful stop, and a crash answered with the
-app's signed 500 and then logged. A request it would have to treat differently goes to uvicorn
-as before: ``Expect: 100-continue``, an upgrade, a percent-encoded path, a proxy's
-``X-Forwarded-*`` headers (uvicorn's middleware rewrites the client), the concurrency limit,
-one pipelined behind another's answer, and trace logging.
-"""
+For ``POST /api/v1/lease`` and ``/api/v1/lease/{op}``, :class:`HotProtocol` starts the lease
+handler itself (:class:`api.accel.hot_route.HotAnswer`, the one the ASGI hot route calls) and
+writes its answer in one ``write``, with uvicorn's headers in uvicorn's order, skipping uvicorn's
+ASGI cycle and the app's middleware (``bench/protocol_layers.py`` measures both). It keeps what
+that cycle does for a connection: the guard's deadline and cap (a subclass), keep-alive, HTTP/1.0,
+flow control, pipelining in order, a client gone, the graceful stop, and a crash answered with
+the app's signed 500, then logged. What uvicorn treats differently goes to uvicorn
+(docs/decisions/0047): ``Expect: 100-continue``, upgrades, percent-encoded paths,
+``X-Forwarded-*``, a request pipelined behind an unfinished answer, the concurrency limit and
+trace logging."""
 
 from __future__ import annotations
 
