@@ -101,11 +101,11 @@ def test_a_sweep_that_raises_is_retried_and_expiries_are_still_recorded(tmp_path
         await runtime.service.lease(LeaseCall("acquire", "t", "r", holder="w", ttl_seconds=1))
         real_sweep, raised = runtime.service.sweep, []
 
-        def sweep_once_failing(at: int) -> None:
+        def sweep_once_failing(at: int) -> asyncio.Future[int]:
             if not raised:  # as when the writer fails between the health check and the sweep
                 raised.append(at)
                 raise StorageUnavailable("disk full")
-            real_sweep(at)
+            return real_sweep(at)
 
         runtime.service.sweep = sweep_once_failing  # type: ignore[method-assign]
         await until(lambda: bool(raised))
