@@ -1,0 +1,87 @@
+"""Two tenure servers taking turns on one grown ledger: this checkout against another, or
+against itself with some ``TENURE_*`` variables set. Not a test: prints each run as
+``bench/vs_etcd.py`` does (rate, p99, CPU per request, the ledger lock), tenure alone, for changes
+too small for the noise between an etcd round and a tenure one. Each server starts on ``--keep``'s
+folder (a ledger ``bench/vs_etcd.py --keep`` grew), is driven ``--warm`` seconds unmeasured, then
+measured. ``--against`` is another checkout's root (``git worktree add /tmp/before REV``, this
+one's built ``ledger/_native*.so`` copied in), run with this interpreter; ``--env NAME=VALUE``
+sets a variable for the other server instead.
+
+    .venv/bin/python bench/steady_ab.py --keep DIR --against /tmp/before [--rounds 3]
+    .venv/bin/python bench/steady_ab.py --keep DIR --env TENURE_SWEEP_INTERVAL=0.02
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import vs_etcd
+from steady import read_through
+from vs_etcd import missing_tools, show, tenure, wrk
+from wrk_lua import LUA_TENURE
+
+
+def one_run(name: str, root: Path, env: dict[str, str], args: argparse.Namespace) -> None:
+    """A server of the checkout at ``root`` with ``env`` added, warmed, then measured."""
+    vs_etcd.ROOT, saved = root, {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        with tenure(args.keep, []) as (url, key, pid):
+            load = {"KEY": key, "TTL": str(args.ttl)}
+            warm = argparse.Namespace(**{**vars(args), "duration": args.warm})
+            wrk("warm", url, LUA_TENURE, warm, load, pid, lock=True)
+            show(wrk(name, url, LUA_TENURE, args, load, pid, lock=True))
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split(". Not a test")[0])
+    parser.add_argument("--keep", type=Path, required=True, help="a grown ledger's folder")
+    parser.add_argument("--against", type=Path, help="another checkout's root")
+    parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the other")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warm", type=int, default=8, help="unmeasured seconds first")
+    parser.add_argument("--duration", type=int, default=12, help="measured seconds")
+    parser.add_argument("--ttl", type=int, default=5)
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    args = parser.parse_args()
+    if args.against is None and not args.env:
+        parser.error("give --against CHECKOUT or --env NAME=VALUE (what to compare with)")
+    if any("=" not in pair for pair in args.env):
+        parser.error("--env takes NAME=VALUE")
+    if missing := missing_tools(("wrk",)):
+        print("missing: " + ", ".join(missing), file=sys.stderr)
+        return 2
+    args.keep = args.keep.resolve()
+    other_env = dict(pair.split("=", 1) for pair in args.env)
+    other_root = (args.against or vs_etcd.ROOT).resolve()
+    here = vs_etcd.ROOT
+    if not list((other_root / "ledger").glob("_native*.so")) and list(
+        here.glob("ledger/_native*.so")
+    ):
+        print(
+            f"{other_root} has no built ledger/_native*.so (its answers would be written in"
+            f" Python): cp {here}/ledger/_native*.so {other_root}/ledger/",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"read into the page cache: {read_through(args.keep / 'tenure-data'):,} MB", flush=True)
+    for _ in range(args.rounds):
+        one_run("this", here, {}, args)
+        one_run("other", other_root, other_env, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
