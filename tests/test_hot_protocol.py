@@ -9,6 +9,7 @@ close``, HTTP/1.0, pipelined requests in order, a body in pieces, a client gone,
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -23,7 +24,10 @@ import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from fastapi.responses import Response
+from uvicorn.server import ServerState
 
+from api import lease_routes
 from api.accel import ACCELERATIONS
 from api.accel.hot_protocol import HotProtocol, protocol_for
 from api.app import create_app
@@ -184,14 +188,69 @@ def test_an_answer_that_ends_the_connection_says_so(
     assert status == 201 and ("connection", "close") in headers and closed
 
 
-def test_a_body_in_pieces_is_read_whole(ports: tuple[FastAPI, int, int]) -> None:
-    _, port, _ = ports
-    raw = post("/api/v1/lease/acquire", acquire_body())
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        for piece in (raw[:40], raw[40:-10], raw[-10:]):
-            sock.sendall(piece)
-            time.sleep(0.05)  # separate packets, so the body arrives after its head
-        assert Reader(sock).answer()[0] == 201
+class Kept(asyncio.Transport):
+    """A transport that keeps what the protocol writes (no socket: the test feeds the bytes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written, self.closed = b"", False
+
+    def write(self, data: Any) -> None:
+        self.written += bytes(data)
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"sockname": ("127.0.0.1", 80), "peername": ("127.0.0.1", 1)}.get(name, default)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def test_a_body_arriving_after_its_head_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fed to the protocol in pieces, in process: nothing is answered until the body is whole,
+    then the handler reads all of it (its answer echoes the body)."""
+
+    async def echo(request: Any, settings: Any, op: str | None) -> Response:
+        return Response(await request.body(), 201, media_type="application/json")
+
+    monkeypatch.setattr(lease_routes, "lease_answer", echo)
+    app = make_app(tmp_path, True)
+    body = acquire_body()
+    raw = post("/api/v1/lease/acquire", body)
+    head = raw[: -len(body)]
+
+    async def turns() -> None:
+        for _ in range(20):  # the loop's turns, not time: the handler runs as far as it can
+            await asyncio.sleep(0)
+
+    async def scenario() -> bytes:
+        kind = protocol_for(app)
+        config = uvicorn.Config(app, http=kind, log_level="warning")
+        config.load()
+        protocol = kind(config, ServerState(), {}, asyncio.get_running_loop())
+        transport = Kept()
+        protocol.connection_made(transport)
+        for piece in (head, body[:10], body[10:-5]):
+            protocol.data_received(piece)
+            await turns()
+            assert transport.written == b"", "answered before the body was whole"
+        protocol.data_received(body[-5:])
+        await turns()
+        protocol.connection_lost(None)
+        return transport.written
+
+    written = asyncio.run(scenario())
+    assert written.startswith(b"HTTP/1.1 201 ") and written.endswith(b"\r\n\r\n" + body)
 
 
 def test_a_client_gone_mid_body_leaves_the_server_serving(
