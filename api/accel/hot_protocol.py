@@ -14,7 +14,6 @@ trace logging."""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import httptools
@@ -117,18 +116,16 @@ class HotProtocol(GuardedHttpToolsProtocol):
         return self.config.proxy_headers and any(n in _FORWARDED for n, _ in self.headers)
 
     async def _answer(self, cycle: HotCycle, scope: Any, op: str | None) -> None:
-        """Answer one lease request, time it and count it, as :class:`HotRoute` does. Its
+        """Answer one lease request as :class:`HotRoute` does, written by :meth:`_send`. Its
         ``scope`` is passed in: a request pipelined behind it replaces the protocol's own."""
-        hot = self.hot
-        began, status = time.perf_counter(), 500
-        try:
-            response = await hot.answer(scope, cycle.receive, op)
-            status = response.status_code
+
+        async def send(response: Response) -> None:
             await self._send(cycle, response)
+
+        try:
+            await self.hot.serve(scope, cycle.receive, op, send)
         except BaseException as error:  # as uvicorn's cycle: a cancelled task gets a plain 500
             await self._crashed(cycle, scope, error)
-        finally:
-            hot.done(scope, status, time.perf_counter() - began)
 
     async def _crashed(self, cycle: HotCycle, scope: Any, error: BaseException) -> None:
         """The app's signed 500 (a plain one for what is not an Exception, as Starlette's error

@@ -29,6 +29,7 @@ _OP_ROUTE = _PREFIX + "{op}"
 
 Handler = Callable[[Request, str | None], Awaitable[Response]]
 ErrorHandler = Callable[[Request, Exception], Awaitable[Response]]
+SendResponse = Callable[[Response], Awaitable[None]]
 Done = Callable[[Scope, int, float], None]
 """Called once a request is answered: its scope, the status sent (500 if none) and its seconds."""
 
@@ -63,9 +64,23 @@ class HotAnswer:
     def errors(self) -> Mapping[Any, Any]:
         return self.app.exception_handlers
 
+    async def serve(
+        self, scope: Scope, receive: Receive, op: str | None, send: SendResponse
+    ) -> None:
+        """Answer the lease route ``op`` names and ``send`` the answer, timed and counted
+        (``done``, with 500 if it raised); a crash is raised, for the caller to answer with
+        :meth:`crashed`."""
+        began, status = time.perf_counter(), 500
+        try:
+            response = await self.answer(scope, receive, op)
+            status = response.status_code
+            await send(response)
+        finally:
+            self.done(scope, status, time.perf_counter() - began)
+
     async def answer(self, scope: Scope, receive: Receive, op: str | None) -> Response:
         """The answer to the lease route ``op`` names, or the app's refusal of it; a crash is
-        raised, for the caller to answer with :meth:`crashed`."""
+        raised."""
         scope[ROUTE_KEY] = LEASE_PATH if op is None else _OP_ROUTE  # for the metrics
         scope["app"] = self.app  # as Starlette's app sets it (``Request.app``)
         request = Request(scope, receive)
@@ -99,13 +114,11 @@ class HotRoute:
         if not hot:
             await self.app(scope, receive, send)
             return
-        began, status = time.perf_counter(), 500
-        try:
-            response = await self.hot.answer(scope, receive, op)
-            status = response.status_code
+
+        async def asgi(response: Response) -> None:
             await response(scope, receive, send)
-        finally:
-            self.hot.done(scope, status, time.perf_counter() - began)
+
+        await self.hot.serve(scope, receive, op, asgi)
 
 
 def _handler_for(handlers: Mapping[Any, Any], error: Exception) -> ErrorHandler | None:
