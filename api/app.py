@@ -111,6 +111,7 @@ def create_app(settings: Settings, clock: Callable[[], int] = now_ms) -> FastAPI
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         core = Core.open(runtime_config(settings, clock))
         core.issuer.accelerate("native-answer" in accel)
+        core.service.native_record = "native-record" in accel
         await core.start()
         tenancy = Tenancy(core.storage, settings.require_api_key, settings.allow_anonymous)
         limiter = RateLimiter(settings.rate_limit)

@@ -1,14 +1,14 @@
 """The writer thread's CPU per lease event, without HTTP or an event loop.
 
-Not a test: prints figures. Drives the :class:`~ledger.lease.decider.Decider` on a throw-away SQLite
-ledger as the group committer's writer does for fresh acquires (``prepare``, ``warm_lease``, one
-transaction per batch) and prints the writer's CPU per event. ``--wal-frames`` skips checkpoints
-and prints WAL frames per event (decisions/0013); ``--processes N`` runs N writers on one ledger,
-as a server's N workers do; ``--data``/``--keys`` append to a copy of a kept (grown) ledger.
+Not a test: prints figures. Drives the :class:`~ledger.lease.decider.Decider` on a throw-away
+SQLite ledger as the writer does for fresh acquires and prints the writer's CPU per event.
+``--wal-frames`` skips checkpoints and prints WAL frames per event (decisions/0013); ``--processes
+N`` runs N writers on one ledger, as a server's N workers do; ``--data``/``--keys`` append to a
+copy of a kept (grown) ledger; ``--python-record`` records in Python (``native-record`` off).
 For A/B figures the load does not blur, count instructions under callgrind (docs/performance.md).
 
-    .venv/bin/python bench/writer_bench.py [--events 6000] [--batch 12] [--rounds 3]
-                                           [--processes 1] [--wal-frames] [--data D --keys K]
+    .venv/bin/python bench/writer_bench.py [--events 6000] [--batch 12] [--rounds 3] [--processes 1]
+                                           [--wal-frames] [--data D --keys K] [--python-record]
 """
 
 from __future__ import annotations
@@ -42,11 +42,12 @@ START = 1_780_000_000_000
 class Writer:
     """A decider and its storage, driven batch by batch as the writer thread drives them."""
 
-    def __init__(self, data: Path, names_key: bytes) -> None:
+    def __init__(self, data: Path, names_key: bytes, native: bool = True) -> None:
         limits = Limits()
         base = {"deterministic": True, "limits": limits.as_data(), "versions": VERSIONS}
         self.storage = SQLiteStorage.open(data, NameCodec(names_key))
-        self.decider = Decider(secrets.token_bytes(32), limits, base, asyncio.new_event_loop())
+        loop = asyncio.new_event_loop()
+        self.decider = Decider(secrets.token_bytes(32), limits, base, loop, native=native)
         self.now = START
         self.tag = secrets.token_hex(4)
 
@@ -100,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="no checkpoints: print the WAL frames each event adds (the pages a commit syncs)",
     )
+    parser.add_argument(
+        "--python-record",
+        action="store_true",
+        help="entries written and hashed in Python (the native-record acceleration off)",
+    )
     parser.add_argument("--data", type=Path, help="a kept ledger's data folder (a copy)")
     parser.add_argument("--keys", type=Path, help="its keys folder (the names key)")
     args = parser.parse_args(argv)
@@ -132,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _write(folder: Path, names_key: bytes, args: argparse.Namespace, label: str) -> None:
     """One writer's rounds on the ledger in ``folder``, each printed."""
-    writer = Writer(folder, names_key)
+    writer = Writer(folder, names_key, not args.python_record)
     writer.run(600, args.batch, "warm")
     for round_ in range(args.rounds):
         start = _wal_start(writer) if args.wal_frames else None

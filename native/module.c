@@ -1,5 +1,6 @@
-/* ledger._native: the Answerer type and encode_sorted (see answer.c). Optional: where
- * it was not built, ledger/lease/provenance.py writes every answer in Python, byte for byte the same. */
+/* ledger._native: the Answerer type and encode_sorted (see answer.c), entry_bytes and the
+ * Frontier type (see record.c). Optional: where it was not built, ledger/lease/provenance.py
+ * writes every answer and ledger/lease/recorder.py every entry in Python, byte for byte the same. */
 #include "native.h"
 
 static PyObject *answerer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
@@ -107,6 +108,10 @@ static PyObject *encode_sorted(PyObject *module, PyObject *value) {
 static PyMethodDef module_methods[] = {
     {"encode_sorted", encode_sorted, METH_O,
      "encode_sorted(value)\n--\n\nThe RFC 8785 bytes of a plain JSON value, or None."},
+    {"entry_bytes", (PyCFunction)(void (*)(void))entry_bytes, METH_FASTCALL,
+     "entry_bytes(index, kind, capacity, token, lease_id, time, expires, lifecycle, tenant, "
+     "resource, holder, owner_digest, scope, trigger, result)\n--\n\n"
+     "A plain ledger entry's RFC 8785 bytes, or None where the Python path must write them."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -119,7 +124,8 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
-    if (answer_names() < 0 || PyType_Ready(&AnswererType) < 0) {
+    if (answer_names() < 0 || PyType_Ready(&AnswererType) < 0 ||
+        PyType_Ready(&FrontierType) < 0) {
         return NULL;
     }
     PyObject *made = PyModule_Create(&module);
@@ -127,6 +133,10 @@ PyMODINIT_FUNC PyInit__native(void) {
         return NULL;
     }
     if (PyModule_AddObjectRef(made, "Answerer", (PyObject *)&AnswererType) < 0) {
+        Py_DECREF(made);
+        return NULL;
+    }
+    if (record_sha256() && PyModule_AddObjectRef(made, "Frontier", (PyObject *)&FrontierType) < 0) {
         Py_DECREF(made);
         return NULL;
     }

@@ -60,4 +60,10 @@ typedef struct {
 int answer_names(void); /* the subject's and manifest's member names, made once */
 PyObject *answerer_envelope(Answerer *self, PyObject *const *args, Py_ssize_t nargs);
 
+/* The recorder's native path (record.c): a plain entry's bytes, and the Merkle frontier type,
+ * made only where record_sha256() found OpenSSL's SHA256 (returns 1). */
+int record_sha256(void);
+PyObject *entry_bytes(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+extern PyTypeObject FrontierType;
+
 #endif

@@ -15,6 +15,7 @@ from api.accel import ACCELERATIONS, parse_accel
 from api.app import create_app
 from api.serve_options import add_serve_options, option_problem
 from api.settings import Settings
+from verify.compact import CompactRange
 from verify.dataintegrity import JCS_SUITE
 
 T0 = 1_800_000_000_000
@@ -59,22 +60,24 @@ def gc_state() -> Iterator[None]:
     gc.set_threshold(*thresholds)
 
 
-def _issuer_and_gc(root: Path, accel: str) -> tuple[bool, tuple[int, int, int]]:
-    """Whether the app's issuer writes natively, and the gc thresholds once the app started."""
+def _issuer_and_gc(root: Path, accel: str) -> tuple[bool, bool, tuple[int, int, int]]:
+    """Whether the app's issuer writes natively, whether its recorder keeps a native frontier,
+    and the gc thresholds once the app started."""
     settings = Settings(data_dir=root / "data", keys_dir=root / "keys", accel=accel)
     app = create_app(settings, lambda: T0)
     with TestClient(app):
         data = {"status": "pass", "ledger": {"treeSize": 1, "rootHash": "r"}}
         now = "2027-01-15T08:00:00.000Z"
         made = app.state.edge.issuer.native_answer(data, b"{}", None, None, now, JCS_SUITE)
-        return made is not None, gc.get_threshold()
+        tree = app.state.edge.service.decider.recorder.tree
+        return made is not None, not isinstance(tree, CompactRange), gc.get_threshold()
 
 
 def test_each_acceleration_is_off_when_the_switch_leaves_it_out(
     tmp_path: Path, gc_state: None
 ) -> None:
     gc.set_threshold(700, 10, 10)
-    native, thresholds = _issuer_and_gc(tmp_path / "none", "none")
-    assert not native and thresholds == (700, 10, 10)
-    native, thresholds = _issuer_and_gc(tmp_path / "all", "all")
-    assert native and thresholds == (100_000, 50, 1000)
+    native, frontier, thresholds = _issuer_and_gc(tmp_path / "none", "none")
+    assert not native and not frontier and thresholds == (700, 10, 10)
+    native, frontier, thresholds = _issuer_and_gc(tmp_path / "all", "all")
+    assert native and frontier and thresholds == (100_000, 50, 1000)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from hashlib import sha256
 
-from verify.rfc9162 import EMPTY_ROOT, NODE_PREFIX, node_hash
+from verify.rfc9162 import EMPTY_ROOT, NODE_PREFIX, leaf_hash, node_hash
 
 NodeGetter = Callable[[int, int], bytes]
 
@@ -54,6 +54,15 @@ class CompactRange:
         self._hashes.append(h)
         self.size += 1
         return new
+
+    def append_entry(self, entry: bytes) -> tuple[bytes, list[tuple[int, int, bytes]]]:
+        """Add an entry's leaf: its leaf hash and :meth:`append`'s new nodes."""
+        leaf = leaf_hash(entry)
+        return leaf, self.append(leaf)
+
+    def hashes(self) -> list[bytes]:
+        """The perfect subtrees' hashes, largest first (a copy)."""
+        return list(self._hashes)
 
     def root(self) -> bytes:
         """MTH of the current tree (§2.1.1), EMPTY_ROOT when it has no leaves."""

@@ -10,8 +10,16 @@ from __future__ import annotations
 
 import gc
 
-ACCELERATIONS = ("native-answer", "orjson", "hot-route", "hot-protocol", "gc-tuning")
-"""native-answer: ``ledger._native`` writes answers; orjson: reads flat request bodies;
+ACCELERATIONS = (
+    "native-answer",
+    "native-record",
+    "orjson",
+    "hot-route",
+    "hot-protocol",
+    "gc-tuning",
+)
+"""native-answer: ``ledger._native`` writes answers; native-record: it writes and hashes ledger
+entries and keeps the Merkle frontier; orjson: reads flat request bodies;
 hot-route: :mod:`api.accel.hot_route` answers the lease routes; hot-protocol:
 :mod:`api.accel.hot_protocol` answers them from uvicorn's protocol, under the ASGI app;
 gc-tuning: fewer collections."""

@@ -43,8 +43,9 @@ class Decider:
         loop: asyncio.AbstractEventLoop,
         worker: str = "local",
         notify: Callable[[str, str], None] | None = None,
+        native: bool = True,
     ) -> None:
-        self.recorder = Recorder(CompactRange(), master_secret)
+        self.recorder = Recorder(CompactRange(), master_secret, native)
         self.local: dict[str, Waiter] = {}
         """This process's waiters by id: the loop adds one before its call is queued."""
         self._shared = Shared(

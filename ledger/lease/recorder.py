@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Protocol
 
 from ledger.changes import (
     AppendEntry,
@@ -24,16 +25,31 @@ from ledger.changes import (
     SetLeaseExpiry,
 )
 from ledger.lease.answers import Position
-from ledger.lease.entries import Pseudonyms, encode_entry
+from ledger.lease.entries import Pseudonyms, encode_entry, encode_entry_native
 from ledger.lease.leases import Decision, Event, EventKind, Resource
 from ledger.log.merkle import CompactRange
 from ledger.log.text import b64
 from ledger.lru import LRU
 from verify.jcs import canonicalize
-from verify.rfc9162 import leaf_hash
+
+try:  # built from native/ where a C compiler and OpenSSL's libcrypto were
+    from ledger._native import Frontier as NativeFrontier
+
+    HAVE_FRONTIER = True
+except ImportError:  # pragma: no cover - the pure-Python install
+    HAVE_FRONTIER = False
 
 PSEUDONYM_CACHE = 256
 """Tenants whose pseudonym keys stay derived (two HMACs each to derive again)."""
+
+
+class Frontier(Protocol):
+    """The Merkle frontier the recorder appends to: :class:`CompactRange`, or its native twin."""
+
+    @property
+    def size(self) -> int: ...
+    def append_entry(self, entry: bytes) -> tuple[bytes, list[tuple[int, int, bytes]]]: ...
+    def root(self) -> bytes: ...
 
 
 @dataclass(slots=True)
@@ -50,11 +66,15 @@ class Recorder:
     """Turns decisions into ledger entries and the changes that make them durable.
 
     Owns the in-memory Merkle frontier (``tree``) and the per-tenant pseudonym keys derived
-    from the master secret; it never writes, the group committer does.
+    from the master secret; it never writes, the group committer does. With ``native`` (where
+    ``ledger._native`` is built) entries are written and hashed, and the frontier kept, by
+    native code: the same bytes, hashes and nodes (``tests/test_native_record.py``).
     """
 
-    def __init__(self, tree: CompactRange, master_secret: bytes) -> None:
-        self._tree = tree
+    def __init__(self, tree: CompactRange, master_secret: bytes, native: bool = True) -> None:
+        self._native = native and HAVE_FRONTIER
+        self._encode = encode_entry_native if self._native else encode_entry
+        self._tree: Frontier = self._frontier(tree)
         self._master = master_secret
         self.names: LRU[str, Pseudonyms] = LRU(PSEUDONYM_CACHE)
         self._last: Position | None = None
@@ -63,13 +83,18 @@ class Recorder:
         commit publishes)."""
 
     @property
-    def tree(self) -> CompactRange:
+    def tree(self) -> Frontier:
         """The Merkle frontier; replacing it (a reload) forgets the remembered root."""
         return self._tree
 
     @tree.setter
     def tree(self, tree: CompactRange) -> None:
-        self._tree, self._last = tree, None
+        self._tree, self._last = self._frontier(tree), None
+
+    def _frontier(self, tree: CompactRange) -> Frontier:
+        if self._native:
+            return NativeFrontier(tree.size, tree.hashes())
+        return tree
 
     def position(self) -> Position:
         """The tree's size and root after everything recorded so far."""
@@ -93,7 +118,7 @@ class Recorder:
         events = decision.events
         if not events:
             return Recorded([])
-        names, tree = self.pseudonyms(res.tenant), self._tree
+        names, tree, encode = self.pseudonyms(res.tenant), self._tree, self._encode
         ops: list[Change] = []
         index, leaf, entry = -1, b"", b""
         for event in events:
@@ -101,10 +126,10 @@ class Recorder:
             if event.kind is EventKind.ACQUIRE:
                 event.lease.lease_id = index
             done = _result_digest(res, event) if event.kind is EventKind.COMPLETE else None
-            entry = encode_entry(index, event, names, res.name, done)
-            leaf = leaf_hash(entry)
+            entry = encode(index, event, names, res.name, done)
+            leaf, nodes = tree.append_entry(entry)
             ops.append(AppendEntry(index, entry))
-            ops.append(PutNodes(tuple(tree.append(leaf))))
+            ops.append(PutNodes(tuple(nodes)))
             ops.append(_lease_change(res, event))
         if not positioned:
             return Recorded(ops)

@@ -60,6 +60,8 @@ class LeaseService:
     """Wakes another worker's waiter after a commit granted it (from the thread that writes)."""
     strategy: WriterStrategy | None = None
     """The writer's speed hooks (``ledger/backends.py``); None: those ``storage`` offers."""
+    native_record: bool = True
+    """Entries written and hashed by native code where it is built (the same bytes)."""
 
     def __post_init__(self) -> None:
         self._strategy = writer_strategy(self.storage) if self.strategy is None else self.strategy
@@ -74,7 +76,13 @@ class LeaseService:
         periodic sweep is the runtime's supervised task (``ledger/runtime.py``)."""
         loop = asyncio.get_running_loop()
         self._decider = Decider(
-            self.master_secret, self.limits, self._base, loop, self.worker, self.notify
+            self.master_secret,
+            self.limits,
+            self._base,
+            loop,
+            self.worker,
+            self.notify,
+            self.native_record,
         )
         self._committer = GroupCommitter(self.storage, loop, self._decider, self._strategy)
         await self.durable(self.committer.submit(self._sweep_work(self.clock())))
