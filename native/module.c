@@ -1,6 +1,6 @@
 /* ledger._native: the Answerer type and encode_sorted (see answer.c), entry_bytes and the
  * Frontier type (see record.c). Optional: where it was not built, ledger/lease/provenance.py
- * writes every answer and ledger/lease/recorder.py every entry in Python, byte for byte the same. */
+ * writes every answer and ledger/lease/recorder.py every entry in Python, the same bytes. */
 #include "native.h"
 
 static PyObject *answerer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {

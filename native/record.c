@@ -57,6 +57,13 @@ static void sha256_of(unsigned char prefix, const void *data, size_t size, unsig
 static const long long MAX_SAFE_INTEGER = 9007199254740991LL;
 static const long long END_OF_9999_MS = 253402300800000LL; /* 10000-01-01T00:00:00Z */
 
+/* ``value``'s last ``width`` decimal digits, zero-padded (snprintf costs more than the entry). */
+static void digits(char *out, unsigned long long value, int width) {
+    for (int i = width - 1; i >= 0; i--, value /= 10) {
+        out[i] = (char)('0' + value % 10);
+    }
+}
+
 /* ms since the epoch as ledger/log/text.py's iso writes it: "YYYY-MM-DDTHH:MM:SS.mmmZ" (24
  * characters), for 1970 to 9999 (the caller declines the rest). */
 static void iso(long long ms, char *out) {
@@ -70,8 +77,20 @@ static void iso(long long ms, char *out) {
     unsigned mp = (5 * doy + 2) / 153;
     unsigned day = doy - (153 * mp + 2) / 5 + 1, month = mp < 10 ? mp + 3 : mp - 9;
     long long year = (long long)yoe + era * 400 + (month <= 2);
-    snprintf(out, 25, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", year, month, day,
-             second_of_day / 3600, second_of_day / 60 % 60, second_of_day % 60, millis);
+    digits(out, (unsigned long long)year, 4);
+    out[4] = '-';
+    digits(out + 5, month, 2);
+    out[7] = '-';
+    digits(out + 8, day, 2);
+    out[10] = 'T';
+    digits(out + 11, (unsigned long long)second_of_day / 3600, 2);
+    out[13] = ':';
+    digits(out + 14, (unsigned long long)second_of_day / 60 % 60, 2);
+    out[16] = ':';
+    digits(out + 17, (unsigned long long)second_of_day % 60, 2);
+    out[19] = '.';
+    digits(out + 20, (unsigned long long)millis, 3);
+    out[23] = 'Z';
 }
 
 /* An int within +-(2**53 - 1) into *out; 0 if it is not one (the entry is not plain). */
@@ -122,8 +141,21 @@ static int put_text(Buf *buf, const char *prefix, PyObject *value) {
 
 static int put_int(Buf *buf, const char *prefix, long long value) {
     char text[48];
-    int size = snprintf(text, sizeof text, "%s%lld", prefix, value);
-    return buf_put(buf, text, size) < 0 ? FAILED : PLAIN;
+    size_t head = strlen(prefix);
+    unsigned long long magnitude = (unsigned long long)value;
+    if (value < 0) {
+        magnitude = 0ULL - magnitude;
+    }
+    int width = 1;
+    for (unsigned long long rest = magnitude / 10; rest > 0; rest /= 10) {
+        width++;
+    }
+    memcpy(text, prefix, head);
+    if (value < 0) {
+        text[head++] = '-';
+    }
+    digits(text + head, magnitude, width);
+    return buf_put(buf, text, (Py_ssize_t)head + width) < 0 ? FAILED : PLAIN;
 }
 
 static int put_time(Buf *buf, const char *prefix, long long ms) {
