@@ -67,16 +67,14 @@ def commit_started() -> float:
     return time.perf_counter()
 
 
-def transaction_opened(started: float) -> None:
-    """The group commit begun at ``started`` holds the ledger's write lock now."""
-    LOCK_WAIT_SECONDS.observe(time.perf_counter() - started)
-
-
-def commit_done(batch: int, started: float, ok: bool = True) -> None:
-    """One group commit of ``batch`` units of work ended (``ok``: durably; the duration includes
-    the wait for the lock)."""
+def commit_done(batch: int, started: float, opened: float, ended: float, ok: bool) -> None:
+    """One group commit of ``batch`` units of work, asked for at ``started``, holding the
+    ledger's write lock from ``opened`` (0: it never did), ended at ``ended`` (``ok``: durably;
+    the duration includes the wait for the lock). Observed after the lock is given back."""
+    if opened:
+        LOCK_WAIT_SECONDS.observe(opened - started)
     COMMIT_BATCH.observe(batch)
-    COMMIT_SECONDS.observe(time.perf_counter() - started)
+    COMMIT_SECONDS.observe(ended - started)
     if not ok:
         COMMIT_FAILURES.inc()
 

@@ -248,3 +248,42 @@ def test_each_sweep_is_timed_with_its_expiries(tmp_path: Path) -> None:
         storage.close()
 
     asyncio.run(scenario())
+
+
+def test_a_group_commit_is_observed_whether_it_lands_or_fails(tmp_path: Path) -> None:
+    """Each group commit is counted once its turn has given the ledger's lock back: its size,
+    duration and lock wait when it lands; a failure in ``tenure_commit_failures_total``."""
+    import asyncio
+
+    from prometheus_client import REGISTRY
+
+    from ledger.backends import open_storage
+    from ledger.storage import StorageError
+    from ledger.writer.committer import GroupCommitter
+    from tests.names_key import NAMES
+
+    def figures() -> tuple[float, ...]:
+        names = ("tenure_commit_batch_size_count", "tenure_commit_duration_seconds_count")
+        names += ("tenure_ledger_lock_wait_seconds_count", "tenure_commit_failures_total")
+        return tuple(REGISTRY.get_sample_value(name) or 0.0 for name in names)
+
+    def fails(tx: object) -> None:
+        raise RuntimeError("the disk is gone")
+
+    async def scenario() -> None:
+        storage = open_storage(tmp_path, names=NAMES)
+        committer = GroupCommitter(storage, asyncio.get_running_loop())
+        try:
+            before = figures()
+            await committer.submit([])
+            landed = figures()
+            assert [a - b for a, b in zip(landed, before, strict=True)] == [1, 1, 1, 0]
+            with pytest.raises(StorageError, match="the disk is gone"):
+                await committer.submit(fails)
+            failed = figures()
+            assert [a - b for a, b in zip(failed, landed, strict=True)] == [1, 1, 1, 1]
+        finally:
+            committer.close()
+            storage.close()
+
+    asyncio.run(scenario())

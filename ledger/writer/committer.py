@@ -67,6 +67,8 @@ class GroupCommitter:
         """The loop's callback that will ask, while it waits behind the loop's other work."""
         self._asked_at = 0.0
         """When it was asked: the turn's wait for the lock is measured from there."""
+        self._timing: tuple[int, float, float, float, bool] | None = None
+        """The last commit's figures, observed once the lock is given back (:meth:`_observe`)."""
         target = self._run if self._turns is None else self._take_turns
         name = "tenure-writer" if self._turns is None else "tenure-turns"
         self._thread = threading.Thread(target=target, name=name, daemon=True)
@@ -156,10 +158,17 @@ class GroupCommitter:
             results, error = self._commit(batch, self._asked_at)
         finally:
             self._turns.give_back()
+        self._observe()
         self._asked = bool(self._units)
         if self._asked:
             self._ask()
         resolve(batch, results, error)
+
+    def _observe(self) -> None:
+        """The last commit's metrics, outside the ledger's lock (a turn holds it to the end)."""
+        timing, self._timing = self._timing, None
+        if timing is not None:
+            metrics.commit_done(*timing)
 
     def _ask(self) -> None:
         """Ask the helper for a turn (the queue's item is only its signal). The first unit
@@ -178,6 +187,7 @@ class GroupCommitter:
             self._stopping = self._drain(batch)
             prepare_all(batch)
             results, error = self._commit_units(batch)
+            self._observe()
             self._loop.call_soon_threadsafe(resolve, batch, results, error)
             if self._stopping:
                 return
@@ -223,9 +233,10 @@ class GroupCommitter:
         raises rolls it back as :class:`UnitFailed` where the hooks can start over."""
         hooks = self._hooks
         started = metrics.commit_started() if started is None else started
+        opened = 0.0
         try:
             with self._storage.transaction() as tx:
-                metrics.transaction_opened(started)
+                opened = metrics.commit_started()
                 if join_late:
                     self._join_late(batch)
                 if hooks is not None:
@@ -239,14 +250,14 @@ class GroupCommitter:
             self._retry.abandoned()
             return [], error
         except BaseException as error:  # any failure leaves the outcome unknown
-            metrics.commit_done(len(batch), started, ok=False)
+            self._timing = (len(batch), started, opened, metrics.commit_started(), False)
             self.failure = error
             if hooks is not None:
                 hooks.failed(error)
             return [], error
         self.failure = None
         self.commits += 1
-        metrics.commit_done(len(batch), started)
+        self._timing = (len(batch), started, opened, metrics.commit_started(), True)
         if hooks is not None:
             hooks.committed()
         return results, None
