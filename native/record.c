@@ -274,11 +274,14 @@ static void node_hash(const unsigned char *left, const unsigned char *right, uns
 }
 
 static PyObject *frontier_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    unsigned long long size = 0;
-    PyObject *hashes = NULL;
+    PyObject *given = NULL, *hashes = NULL;
     static char *keywords[] = {"size", "hashes", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KO!:Frontier", keywords, &size,
-                                     &PyList_Type, &hashes)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!:Frontier", keywords, &PyLong_Type,
+                                     &given, &PyList_Type, &hashes)) {
+        return NULL;
+    }
+    unsigned long long size = PyLong_AsUnsignedLongLong(given); /* negative: OverflowError */
+    if (size == (unsigned long long)-1 && PyErr_Occurred()) {
         return NULL;
     }
     Py_ssize_t count = PyList_GET_SIZE(hashes);

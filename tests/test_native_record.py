@@ -145,6 +145,13 @@ def test_a_frontier_refuses_hashes_that_do_not_tile_its_size(
         _native.Frontier(size, hashes)  # type: ignore[arg-type]
 
 
+def test_a_frontier_refuses_a_size_that_is_not_one() -> None:
+    with pytest.raises(OverflowError):
+        _native.Frontier(-1, [b"\x00" * 32] * 64)
+    with pytest.raises(TypeError):
+        _native.Frontier(1.0, [b"\x00" * 32])  # type: ignore[arg-type]
+
+
 def test_a_frontier_refuses_a_leaf_that_is_not_a_hash() -> None:
     native = _native.Frontier(0, [])
     with pytest.raises(ValueError, match="32 bytes"):
