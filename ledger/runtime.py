@@ -102,7 +102,6 @@ class Runtime:
         self.tasks = Supervisor()
         self.tasks.add("leader", self._lead, LEAD_INTERVAL)
         self.tasks.add("sweeper", self._sweep, config.sweep_interval)
-        self._sweep_interval = config.sweep_interval
         self._swept_at: int | None = None  # the clock at the last sweep
         self.tasks.add("sealer", self._seal, config.checkpoint_interval)
         self._seal_lock = asyncio.Lock()  # one reader's sealing in flight per process
@@ -274,7 +273,7 @@ class Runtime:
         found: int = await self.service.durable(self.service.sweep(now))
         since, self._swept_at = self._swept_at, now
         seconds = 0.0 if since is None else (now - since) / 1000
-        return next_sweep_in(found, seconds, self._sweep_interval)
+        return next_sweep_in(found, seconds, self.config.sweep_interval)
 
     async def _seal(self) -> None:
         """Seal the log periodically, as transparency logs publish tree heads, so entries do not
