@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from steady import folder
-from vs_etcd import Figures, etcd, tenure, wrk
+from vs_etcd import Figures, etcd, tenure, wrk, wrk_options
 from wrk_lua import LUA_ETCD, LUA_TENURE
 
 
@@ -66,10 +66,7 @@ def measured(name: str, url: str, lua: str, args: argparse.Namespace, env: dict[
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, help="the servers' folder (bench/vs_etcd.py --keep)")
-    parser.add_argument("--ttl", type=int, default=5, help="lease seconds")
-    parser.add_argument("--duration", type=int, default=14, help="seconds of wrk per server")
-    parser.add_argument("--connections", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    wrk_options(parser, duration=14)
     parser.add_argument("--top", type=int, default=12, help="libraries printed per server")
     args = parser.parse_args()
     missing = [tool for tool in ("perf", "wrk", "etcd") if shutil.which(tool) is None]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ledger_stats import entries, sizes
 from steady import fill, folder
-from vs_etcd import Figures, interpreter, missing_tools, tenure, wrk
+from vs_etcd import Figures, interpreter, missing_tools, tenure, wrk, wrk_options
 from wrk_lua import LUA_TENURE
 
 
@@ -53,10 +53,7 @@ def point(url: str, data: Path, env: dict[str, str], pid: int, args: argparse.Na
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,100000,1000000", help="ledger entries, ascending")
-    parser.add_argument("--ttl", type=int, default=5, help="lease seconds")
-    parser.add_argument("--duration", type=int, default=10, help="measured seconds per size")
-    parser.add_argument("--connections", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    wrk_options(parser, duration=10)
     parser.add_argument("--serve-arg", action="append", default=[], help="extra `tenure serve` arg")
     parser.add_argument("--keep", type=Path, help="the server's folder, kept: a rerun tops it up")
     args = parser.parse_args()

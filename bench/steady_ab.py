@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import vs_etcd
 from steady import read_through
-from vs_etcd import missing_tools, show, tenure, wrk
+from vs_etcd import missing_tools, show, tenure, wrk, wrk_options
 from wrk_lua import LUA_TENURE
 
 
@@ -51,10 +51,7 @@ def main() -> int:
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the other")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warm", type=int, default=8, help="unmeasured seconds first")
-    parser.add_argument("--duration", type=int, default=12, help="measured seconds")
-    parser.add_argument("--ttl", type=int, default=5)
-    parser.add_argument("--connections", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    wrk_options(parser, duration=12)
     args = parser.parse_args()
     if args.against is None and not args.env:
         parser.error("give --against CHECKOUT or --env NAME=VALUE (what to compare with)")

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from steady import folder
-from vs_etcd import interpreter, missing_tools, tenure, wrk
+from vs_etcd import interpreter, missing_tools, tenure, wrk, wrk_options
 from wrk_lua import LUA_TENURE
 
 Ticks = dict[tuple[int, int], tuple[int, int]]
@@ -89,11 +89,8 @@ def report(before: Ticks, after: Ticks, requests: int, ckpt: dict[str, float]) -
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, help="the server's folder (bench/vs_etcd.py --keep)")
-    parser.add_argument("--ttl", type=int, default=5, help="lease seconds")
-    parser.add_argument("--duration", type=int, default=20, help="seconds of wrk per run")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--connections", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    wrk_options(parser, duration=20)
     args = parser.parse_args()
     missing = missing_tools(("wrk",))
     if missing:

@@ -230,11 +230,20 @@ def alternate(args: argparse.Namespace, probe: str, env: dict[str, str]) -> None
                     os.environ.pop(variable, None)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=int, default=10, help="measured seconds per server")
+def wrk_options(parser: argparse.ArgumentParser, duration: int, ttl: int | None = 5) -> None:
+    """The load every wrk bench takes: ``--duration`` measured seconds, ``--connections``,
+    ``--threads`` (wrk's), and ``--ttl`` lease seconds unless ``ttl`` is None (the bench adds
+    its own)."""
+    parser.add_argument("--duration", type=int, default=duration, help="measured seconds per run")
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    if ttl is not None:
+        parser.add_argument("--ttl", type=int, default=ttl, help="lease seconds")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    wrk_options(parser, duration=10, ttl=None)
     parser.add_argument("--rounds", type=int, help="alternate the servers this often (3; 1 fresh)")
     parser.add_argument("--serve-arg", action="append", default=[], help="extra `tenure serve` arg")
     parser.add_argument("--fresh", action="store_true", help="fresh servers for every round")
