@@ -54,6 +54,47 @@ def test_an_entry_has_the_same_bytes_from_either_path(
     assert encode_entry_native(index, event, NAMES, resource, digest) == expected
 
 
+safe = st.integers(-(2**53) + 1, 2**53 - 1)
+plain = st.text("abcXYZ019_.:-", max_size=12)
+
+
+@st.composite
+def plain_events(draw: st.DrawFn) -> tuple[int, Event, str | None]:
+    """Events the native path must write itself: safe integers, times from 1970 to 9999, no
+    revoke, a trigger of the plain characters (or none)."""
+    times = st.integers(0, LAST_MS)
+    lease = Lease(
+        holder=draw(st.text(max_size=12)),  # any name: the entry holds its pseudonym
+        fencing_token=draw(safe),
+        owner_digest=draw(st.binary(min_size=32, max_size=32)),
+        expires_at=draw(times),
+        scope=draw(st.one_of(st.none(), st.text(max_size=12))),
+        lease_id=draw(safe),
+    )
+    event = Event(
+        kind=draw(st.sampled_from([k for k in EventKind if k is not EventKind.REVOKE])),
+        lease=lease,
+        time=draw(times),
+        expires_at=draw(times),
+        lifecycle_end=draw(times),
+        capacity=draw(safe),
+        trigger=draw(st.one_of(st.none(), plain)),
+    )
+    digest = draw(st.one_of(st.none(), st.just(hashlib.sha256(b"r").hexdigest())))
+    return draw(safe), event, digest
+
+
+@settings(max_examples=400, deadline=None)
+@given(plain_events())
+def test_a_plain_entry_is_written_by_the_native_path_as_python_writes_it(
+    case: tuple[int, Event, str | None],
+) -> None:
+    index, event, digest = case
+    made = _native.entry_bytes(*_native_args(index, event, "job", digest))
+    assert made is not None
+    assert made == encode_entry(index, event, NAMES, "job", digest)
+
+
 def _event(**changes: object) -> Event:
     lease = Lease("worker-1", 7, b"\x01" * 32, 61_000, scope="s", lease_id=12)
     fields: dict[str, object] = {
