@@ -25,6 +25,7 @@ from api.openapi_schemas import (
 )
 from api.schemas import OPS
 from api.settings import Settings
+from api.watch_routes import WATCH_EVENTS_PATH
 from verify.defaults import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 
 JSON = "application/json"
@@ -39,6 +40,7 @@ _DESCRIPTIONS = {
     "201": "A fresh grant (acquire, wait); `data.ownerToken` is shown only here",
     "400": "A query or path parameter refused, naming it",
     "401": "An unknown API key, or a server that requires one",
+    "403": "The anonymous tenant cannot watch: its events are every anonymous caller's",
     "409": "Refused by a lease rule: HELD, LOST, CONFLICT, IDEMPOTENCY_CONFLICT, NOT_ACTIVE",
     "413": "The body is over the size limit",
     "415": "The body is not sent as JSON (Content-Type)",
@@ -107,6 +109,8 @@ def _describe(path: str, method: str, operation: dict[str, Any]) -> None:
     operation["parameters"] = params
     if path == LEASES_PATH:
         _list_operation(operation)
+    elif path == WATCH_EVENTS_PATH:
+        _watch_operation(operation)
     elif path.startswith(("/api/v1/lease", "/api/v1/scopes")):
         _tenant_operation(path, operation)
     elif path == "/api/v1/namespaces":
@@ -158,6 +162,15 @@ def _list_operation(operation: dict[str, Any]) -> None:
     operation["security"] = TENANT_SECURITY
     operation["parameters"] = [*operation["parameters"], NAMESPACE_HEADER, ACCEPT_PROVENANCE]
     operation["responses"] = _enveloped(("200", "400", "401", "422", "429", "500", "503"))
+
+
+def _watch_operation(operation: dict[str, Any]) -> None:
+    """``GET /api/v1/watch/events``: a page of the caller's tenant's events, enveloped. The
+    stream (``/api/v1/watch``) is left out: docs/api.md describes its events."""
+    operation["security"] = TENANT_SECURITY
+    operation["parameters"] = [*operation["parameters"], NAMESPACE_HEADER, ACCEPT_PROVENANCE]
+    statuses = ("200", "400", "401", "403", "422", "429", "500", "503")
+    operation["responses"] = _enveloped(statuses)
 
 
 def _body(operation: dict[str, Any], schema: str, required: bool) -> None:

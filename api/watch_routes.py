@@ -34,6 +34,7 @@ from ledger.log.text import iso
 Index = Annotated[int | None, Query(alias="from", ge=0, le=MAX_SAFE_INTEGER)]
 Prefix = Annotated[str | None, Query(max_length=256)]  # a resource name's length
 Name = Annotated[str | None, Query(max_length=NAME_LENGTH[1])]
+WATCH_EVENTS_PATH = "/api/v1/watch/events"
 READ_CHUNK = 256  # entries read at a time
 PAGE_MAX, SCAN_MAX = 100, 10_000  # a page's events, and the entries one page reads at most
 ANONYMOUS_WATCH = (
@@ -199,7 +200,7 @@ def watch_routes(app: FastAPI, settings: Settings) -> None:
         stream = events(watching, begin, settings)
         return EventStream(stream, watching.ending, settings, lambda: hub.leave(tenant))
 
-    @app.get("/api/v1/watch/events", include_in_schema=False)
+    @app.get(WATCH_EVENTS_PATH)
     async def watch_page(
         request: Request,
         start: Index = None,

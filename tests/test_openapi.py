@@ -63,6 +63,11 @@ def test_the_document_declares_what_the_server_sends(served: tuple[Server, str])
     assert verify["content"]["application/json"]["schema"]["$ref"].endswith("/Verifiable")
     schemas = doc["components"]["schemas"]
     assert [body["properties"]["op"]["const"] for body in schemas["LeaseOpBody"]["oneOf"]] == ops
+    watch = doc["paths"]["/api/v1/watch/events"]["get"]  # a page of events; the stream is not
+    assert "/api/v1/watch" not in doc["paths"]
+    assert set(watch["responses"]) >= {"200", "400", "401", "403", "429", "503"}
+    names = {p["name"] for p in watch["parameters"]}
+    assert names >= {"from", "prefix", "scope", "holder", "limit", "Tenure-Namespace"}
 
 
 def _accepts(schema: dict[str, Any], body: dict[str, Any]) -> bool:
