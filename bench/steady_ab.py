@@ -5,7 +5,9 @@ too small for the noise between an etcd round and a tenure one. Each server star
 folder (a ledger ``bench/vs_etcd.py --keep`` grew), is driven ``--warm`` seconds unmeasured, then
 measured. ``--against`` is another checkout's root (``git worktree add /tmp/before REV``, this
 one's built ``ledger/_native*.so`` copied in), run with this interpreter; ``--env NAME=VALUE``
-sets a variable for the other server instead.
+sets a variable for the other server instead. Which server runs first alternates pair by pair
+(neither side always starts on the due leases and page cache the other left); the end prints
+each side's medians and the other's rate over this one's, pair by pair.
 
     .venv/bin/python bench/steady_ab.py --keep DIR --against /tmp/before [--rounds 3]
     .venv/bin/python bench/steady_ab.py --keep DIR --env TENURE_SWEEP_INTERVAL=0.02
@@ -17,16 +19,17 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import vs_etcd
 from steady import read_through
-from vs_etcd import missing_tools, show, tenure, wrk, wrk_options
+from vs_etcd import Figures, missing_tools, show, tenure, wrk, wrk_options
 from wrk_lua import LUA_TENURE
 
 
-def one_run(name: str, root: Path, env: dict[str, str], args: argparse.Namespace) -> None:
+def one_run(name: str, root: Path, env: dict[str, str], args: argparse.Namespace) -> Figures:
     """A server of the checkout at ``root`` with ``env`` added, warmed, then measured."""
     vs_etcd.ROOT, saved = root, {key: os.environ.get(key) for key in env}
     os.environ.update(env)
@@ -35,7 +38,9 @@ def one_run(name: str, root: Path, env: dict[str, str], args: argparse.Namespace
             load = {"KEY": key, "TTL": str(args.ttl)}
             warm = argparse.Namespace(**{**vars(args), "duration": args.warm})
             wrk("warm", url, LUA_TENURE, warm, load, pid, lock=True)
-            show(wrk(name, url, LUA_TENURE, args, load, pid, lock=True))
+            figures = wrk(name, url, LUA_TENURE, args, load, pid, lock=True)
+            show(figures)
+            return figures
     finally:
         for key, value in saved.items():
             if value is None:
@@ -74,10 +79,32 @@ def main() -> int:
         )
         return 2
     print(f"read into the page cache: {read_through(args.keep / 'tenure-data'):,} MB", flush=True)
-    for _ in range(args.rounds):
-        one_run("this", here, {}, args)
-        one_run("other", other_root, other_env, args)
+    pairs: list[tuple[Figures, Figures]] = []
+    for n in range(args.rounds):  # the first server of a pair alternates: no order effect
+        runs = [("this", here, {}), ("other", other_root, other_env)]
+        done = {
+            name: one_run(name, root, env, args) for name, root, env in runs[:: 1 - 2 * (n % 2)]
+        }
+        pairs.append((done["this"], done["other"]))
+    print(summary(pairs))
     return 0
+
+
+def summary(pairs: list[tuple[Figures, Figures]]) -> str:
+    """Each side's medians, and how the other did against this pair by pair."""
+    ratios = [other.rate / this.rate for this, other in pairs]
+    faster = sum(ratio > 1 for ratio in ratios)
+    lines = [
+        f"{name:<7} median {median(f.rate for f in side):,.0f} req/s, p99 "
+        f"{median(f.p99_ms for f in side):.1f} ms, server CPU {median(f.cpu_us for f in side):,.0f}"
+        " µs/request"
+        for name, side in (("this", [p[0] for p in pairs]), ("other", [p[1] for p in pairs]))
+    ]
+    lines.append(
+        f"other/this by pair: {', '.join(f'{r:.2f}' for r in ratios)}; median"
+        f" {median(ratios):.2f}, other faster in {faster} of {len(pairs)}"
+    )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
