@@ -1,13 +1,11 @@
 """Two tenure servers taking turns on one grown ledger: this checkout against another, or
 against itself with some ``TENURE_*`` variables set. Not a test: prints each run as
-``bench/vs_etcd.py`` does (rate, p99, CPU per request, the ledger lock), tenure alone, for changes
-too small for the noise between an etcd round and a tenure one. Each server starts on ``--keep``'s
-folder (a ledger ``bench/vs_etcd.py --keep`` grew), is driven ``--warm`` seconds unmeasured, then
-measured. ``--against`` is another checkout's root (``git worktree add /tmp/before REV``, this
-one's built ``ledger/_native*.so`` copied in), run with this interpreter; ``--env NAME=VALUE``
-sets a variable for the other server instead. Which server runs first alternates pair by pair
-(neither side always starts on the due leases and page cache the other left); the end prints
-each side's medians and the other's rate over this one's, pair by pair.
+``bench/vs_etcd.py`` does, tenure alone, for changes too small for the noise between an etcd
+round and a tenure one. Each server starts on ``--keep``'s folder (a ledger ``vs_etcd.py --keep``
+grew), is driven ``--warm`` seconds unmeasured, then measured; which runs first alternates by
+pair, and the end prints both sides' medians and the other's rate over this one's by pair.
+``--against`` is another checkout's root (``git worktree add /tmp/before REV``, this one's
+``ledger/_native*.so`` copied in); ``--env NAME=VALUE`` sets a variable for the other instead.
 
     .venv/bin/python bench/steady_ab.py --keep DIR --against /tmp/before [--rounds 3]
     .venv/bin/python bench/steady_ab.py --keep DIR --env TENURE_SWEEP_INTERVAL=0.02
