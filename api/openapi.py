@@ -128,9 +128,15 @@ def _describe(path: str, method: str, operation: dict[str, Any]) -> None:
         del operation["parameters"]
 
 
-def _tenant_operation(path: str, operation: dict[str, Any]) -> None:
+def _for_tenants(operation: dict[str, Any]) -> None:
+    """An operation of the caller's tenant: anonymous, an API key, or the namespace header, and
+    the answer's provenance suite asked for."""
     operation["security"] = TENANT_SECURITY
     operation["parameters"] = [*operation["parameters"], NAMESPACE_HEADER, ACCEPT_PROVENANCE]
+
+
+def _tenant_operation(path: str, operation: dict[str, Any]) -> None:
+    _for_tenants(operation)
     for param in operation["parameters"]:
         if param["name"] == "op" and param["in"] == "path":
             param["schema"] = {"type": "string", "enum": list(OPS)}
@@ -159,18 +165,15 @@ def _list_operation(operation: dict[str, Any]) -> None:
         schemas[name] = {"type": "string", "minLength": low, "maxLength": high}
     for param in operation["parameters"]:
         param["schema"] = schemas[param["name"]]
-    operation["security"] = TENANT_SECURITY
-    operation["parameters"] = [*operation["parameters"], NAMESPACE_HEADER, ACCEPT_PROVENANCE]
+    _for_tenants(operation)
     operation["responses"] = _enveloped(("200", "400", "401", "422", "429", "500", "503"))
 
 
 def _watch_operation(operation: dict[str, Any]) -> None:
     """``GET /api/v1/watch/events``: a page of the caller's tenant's events, enveloped. The
     stream (``/api/v1/watch``) is left out: docs/api.md describes its events."""
-    operation["security"] = TENANT_SECURITY
-    operation["parameters"] = [*operation["parameters"], NAMESPACE_HEADER, ACCEPT_PROVENANCE]
-    statuses = ("200", "400", "401", "403", "422", "429", "500", "503")
-    operation["responses"] = _enveloped(statuses)
+    _for_tenants(operation)
+    operation["responses"] = _enveloped(("200", "400", "401", "403", "422", "429", "500", "503"))
 
 
 def _body(operation: dict[str, Any], schema: str, required: bool) -> None:
