@@ -78,11 +78,11 @@ def main() -> int:
         return 2
     print(f"read into the page cache: {read_through(args.keep / 'tenure-data'):,} MB", flush=True)
     pairs: list[tuple[Figures, Figures]] = []
-    for n in range(args.rounds):  # the first server of a pair alternates: no order effect
+    for n in range(args.rounds):
         runs = [("this", here, {}), ("other", other_root, other_env)]
-        done = {
-            name: one_run(name, root, env, args) for name, root, env in runs[:: 1 - 2 * (n % 2)]
-        }
+        if n % 2:  # the first server of a pair alternates: no order effect
+            runs.reverse()
+        done = {name: one_run(name, root, env, args) for name, root, env in runs}
         pairs.append((done["this"], done["other"]))
     print(summary(pairs))
     return 0
