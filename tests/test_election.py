@@ -29,6 +29,7 @@ from api.client.election import Election
 from api.settings import Settings
 from tests.client_util import Partition, Recorder
 from tests.conftest import ROOT, Server, free_port, rid
+from tests.uvicorn_thread import serving
 from verify.audit import audit, parse_lines
 
 T0 = 1_800_000_000_000
@@ -48,18 +49,8 @@ def served(tmp_path: Path) -> Iterator[Served]:
     port = free_port()
     app = create_app(settings, lambda: now[0])
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    runner = uvicorn.Server(config)
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not runner.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.02)
-    try:
+    with serving(config):
         yield Served(f"http://127.0.0.1:{port}", now)
-    finally:
-        runner.should_exit = True
-        thread.join(20)
 
 
 @dataclass

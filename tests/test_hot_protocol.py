@@ -14,8 +14,6 @@ import contextlib
 import json
 import logging
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +34,7 @@ from api.settings import Settings
 from api.tenancy import mint_namespace
 from tests.conftest import free_port, rid
 from tests.test_hot_route import comparable, requests
+from tests.uvicorn_thread import serving as in_thread
 
 T0 = 1_800_000_000_000
 WITHOUT = ",".join(name for name in ACCELERATIONS if name != "hot-protocol")
@@ -58,18 +57,8 @@ def serving(app: FastAPI) -> Iterator[int]:
     config = uvicorn.Config(
         app, port=port, loop="uvloop", http=protocol_for(app), log_level="warning"
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
-    try:
+    with in_thread(config):
         yield port
-    finally:
-        server.should_exit = True
-        thread.join(20)
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
@@ -16,6 +14,7 @@ import pytest
 
 from api.client import AsyncClient
 from tests.conftest import ROOT, Server, free_port, rid
+from tests.uvicorn_thread import serving
 
 mcp = pytest.importorskip("mcp")
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
@@ -132,15 +131,5 @@ def _uvicorn(app: Any) -> Iterator[int]:
     import uvicorn
 
     port = free_port()
-    runner = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not runner.started:
-        assert time.monotonic() < deadline and thread.is_alive()
-        time.sleep(0.02)
-    try:
+    with serving(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"), 10):
         yield port
-    finally:
-        runner.should_exit = True
-        thread.join(10)
