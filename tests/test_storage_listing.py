@@ -6,9 +6,11 @@ from __future__ import annotations
 from ledger.changes import DropLease, PutLease, PutResource
 from ledger.lease.leases import Lease
 from ledger.storage import Listed, Storage
-from tests import test_storage_contract as contract
+from tests import storage_util
+from tests.storage_util import commit
 
-reopen, storage, commit = contract.reopen, contract.storage, contract.commit  # over both backends
+# The fixtures, taken by name: every test here runs on every backend.
+location, reopen, storage = storage_util.location, storage_util.reopen, storage_util.storage
 
 
 def resource(tenant: str, name: str, capacity: int = 1) -> PutResource:
