@@ -14,19 +14,20 @@ import itertools
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
-import pytest
 
 from ledger.backends import open_storage
 from ledger.changes import AddWaiter
 from ledger.keys.names import FINGERPRINT, REQUEST_INPUT
 from ledger.lease.calls import LeaseCall, Limits
 from ledger.writer.service import LeaseService
+from tests import storage_util
 from tests.names_key import NAMES
 from tests.test_names_at_rest import database_bytes
+
+location = storage_util.location  # the fixture, taken by name: every backend in turn
 
 TENANT = "key/team-a"
 WORDS = ["deploy:prod", "db:migrate", "worker-1", "worker-2", "build-42", "release", "nightly"]
@@ -37,14 +38,6 @@ CALLS = [
               fingerprint="build-42"),
     LeaseCall("acquire", TENANT, "db:migrate", "worker-2", 60, request_id="r2", scope="nightly"),
 ]  # fmt: skip
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path | str]:
-    if request.param == "postgres":
-        yield str(request.getfixturevalue("postgres_url"))
-    else:
-        yield tmp_path / "data"
 
 
 def run_workload(location: Path | str) -> None:

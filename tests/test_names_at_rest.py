@@ -10,7 +10,6 @@ import sqlite3
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -28,9 +27,12 @@ from ledger.changes import (
 )
 from ledger.keys.names import NameCodec, SealError
 from ledger.storage import StorageError
+from tests import storage_util
 from tests.conftest import Server, lease, rid
 from tests.names_key import NAMES
 from tests.postgres import binaries
+
+location = storage_util.location  # the fixture, taken by name: every backend in turn
 
 
 def marks(*kinds: str) -> dict[str, str]:
@@ -117,14 +119,6 @@ def workload(names: dict[str, str]) -> list[Change]:
 
 
 KINDS = ("tenant", "resource", "holder", "scope", "request", "result", "waiter")
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path | str]:
-    if request.param == "postgres":
-        yield str(request.getfixturevalue("postgres_url"))
-    else:
-        yield tmp_path / "data"
 
 
 def database_bytes(location: Path | str) -> bytes:
