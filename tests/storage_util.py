@@ -2,13 +2,15 @@
 
 Each backend is opened on a real store (SQLite: a real file in tmp_path; PostgreSQL: a fresh
 database on the real server the suite starts, tests/postgres.py); a backend is one entry in
-:data:`BACKENDS`. A test module takes the fixtures by importing them; the changes below are the
-rows the contract's tests write and read back.
+:data:`BACKENDS`. A test module takes the fixtures by binding them to their names; the changes
+below are the rows the contract's tests write and read back, :func:`running` a lease service on
+a ledger.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -23,8 +25,10 @@ from ledger.changes import (
     PutResource,
     RememberRequest,
 )
+from ledger.lease.calls import LeaseCall
 from ledger.lease.leases import Completion, Lease, Resource
 from ledger.storage import Storage
+from ledger.writer.service import LeaseService
 from tests.names_key import NAMES
 
 Location = Callable[[pytest.FixtureRequest, Path], "Path | str"]
@@ -92,3 +96,21 @@ def expected_resource(expires_at: int = 5_000) -> Resource:
     res = Resource("t", "r", 2, 3, 9_000, b"f" * 32, completion)
     res.leases.append(Lease("w", 3, b"d" * 32, expires_at, "job", 0))
     return res
+
+
+def acquire(resource: str) -> LeaseCall:
+    """An acquire of ``resource`` by holder ``w`` of tenant ``t``."""
+    return LeaseCall(op="acquire", tenant="t", resource=resource, holder="w")
+
+
+@asynccontextmanager
+async def running(location: Path | str) -> AsyncIterator[tuple[Storage, LeaseService]]:
+    """A started lease service on the ledger at ``location``, stopped and closed after."""
+    storage = open_storage(location, names=NAMES)
+    service = LeaseService(storage, b"s" * 32)
+    await service.start()
+    try:
+        yield storage, service
+    finally:
+        await service.stop()
+        storage.close()

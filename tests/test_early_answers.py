@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +21,13 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import Settings
-from ledger.backends import open_storage
 from ledger.lease.calls import LeaseCall, StorageUnavailable
 from ledger.lease.provenance import Issuer
 from ledger.sqlite.backend import SQLiteStorage
 from ledger.storage import Storage, Transaction
 from ledger.writer.service import LeaseService
 from tests.conftest import rid
-from tests.names_key import NAMES
-
-SECRET = b"s" * 32
+from tests.storage_util import acquire, running
 
 
 @pytest.fixture(autouse=True)
@@ -64,23 +61,6 @@ class HeldCommit:
                         raise OSError("the disk went away")  # before COMMIT: rolled back
 
         monkeypatch.setattr(storage, "transaction", transaction)
-
-
-def acquire(resource: str) -> LeaseCall:
-    return LeaseCall(op="acquire", tenant="t", resource=resource, holder="w")
-
-
-@asynccontextmanager
-async def running(root: Path) -> AsyncIterator[tuple[Storage, LeaseService]]:
-    """A started service on a real SQLite ledger in ``root``, stopped and closed after."""
-    storage = open_storage(root, names=NAMES)
-    service = LeaseService(storage, SECRET)
-    await service.start()
-    try:
-        yield storage, service
-    finally:
-        await service.stop()
-        storage.close()
 
 
 def test_the_answer_comes_before_the_commit_and_is_durable_after(

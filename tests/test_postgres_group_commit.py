@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -25,28 +25,10 @@ from ledger.lease.recorder import Recorder
 from ledger.log.merkle import CompactRange
 from ledger.log.text import b64
 from ledger.postgres.group import FRONTIER, Ahead, Group
-from ledger.storage import Storage
 from ledger.writer.service import LeaseService
 from tests.names_key import NAMES
+from tests.storage_util import acquire, running
 from verify.rfc9162 import leaf_hash
-
-SECRET = b"s" * 32
-
-
-def acquire(resource: str) -> LeaseCall:
-    return LeaseCall(op="acquire", tenant="t", resource=resource, holder="w")
-
-
-@asynccontextmanager
-async def running(url: str) -> AsyncIterator[tuple[Storage, LeaseService]]:
-    storage = open_storage(url, names=NAMES)
-    service = LeaseService(storage, SECRET)
-    await service.start()
-    try:
-        yield storage, service
-    finally:
-        await service.stop()
-        storage.close()
 
 
 async def group(service: LeaseService, calls: list[LeaseCall]) -> list[Any]:
