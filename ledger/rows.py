@@ -11,13 +11,13 @@ docs/decisions/0010).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ledger.keys import sealing
 from ledger.keys.names import NameCodec
 from ledger.lease.leases import Completion, Lease, Resource
-from ledger.storage import Listed, WaiterRecord
+from ledger.storage import DAMAGED, CheckpointRecord, Listed, StorageError, WaiterRecord
 
 RESOURCE_COLUMNS = (
     "tenant, name, capacity, max_token, lifecycle_end, fingerprint, result, completed_at,"
@@ -25,6 +25,7 @@ RESOURCE_COLUMNS = (
 )
 LEASE_COLUMNS = "tenant, resource, sealed, fencing_token, owner_digest, expires_at, lease_id"
 WAITER_COLUMNS = "waiter_id, worker, call, answer"
+CHECKPOINT_COLUMNS = "tree_size, root_hash, timestamp, note, key_did"
 
 
 def resource_row(codec: NameCodec, tenant: str, name: str, row: Any) -> Resource:
@@ -43,6 +44,28 @@ def lease_row(codec: NameCodec, row: Any) -> Lease:
     t, r, sealed, token, digest, expires, lease_id = row
     _, _, holder, scope = codec.open_json(sealing.LEASE, bytes(t) + bytes(r), bytes(sealed))
     return Lease(holder, token, bytes(digest), expires, scope, lease_id)
+
+
+def resources_of(
+    names: NameCodec,
+    wanted: dict[tuple[bytes, bytes], tuple[str, str]],
+    tenant: bytes,
+    resource_rows: Sequence[Sequence[Any]],
+    lease_rows: Sequence[Sequence[Any]],
+) -> dict[tuple[str, str], Resource]:
+    """One tenant's resources, with their leases, from rows of :data:`RESOURCE_COLUMNS` and of
+    :data:`LEASE_COLUMNS` (``wanted``: each digest pair's key). A lease whose resource row is
+    gone is a damaged ledger: :class:`~ledger.storage.StorageError`, never a fresh resource."""
+    found: dict[tuple[str, str], Resource] = {}
+    for row in resource_rows:
+        key = wanted[(bytes(row[0]), bytes(row[1]))]
+        found[key] = resource_row(names, *key, row)
+    for lease in lease_rows:
+        held = found.get(wanted[(tenant, bytes(lease[1]))])
+        if held is None:
+            raise StorageError(DAMAGED)
+        held.leases.append(lease_row(names, lease))
+    return found
 
 
 def listed(codec: NameCodec, found: Iterable[Any]) -> list[Listed]:
@@ -89,3 +112,8 @@ def waiter_row(codec: NameCodec, row: Any) -> WaiterRecord:
 def blob(value: bytes | None) -> bytes | None:
     """A driver's bytes-like value (memoryview, bytes) as bytes."""
     return None if value is None else bytes(value)
+
+
+def checkpoint_row(row: Any) -> CheckpointRecord:
+    """A row of :data:`CHECKPOINT_COLUMNS` → the signed checkpoint stored."""
+    return CheckpointRecord(int(row[0]), bytes(row[1]), int(row[2]), row[3], row[4])

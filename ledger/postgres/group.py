@@ -19,8 +19,9 @@ from ledger.keys import sealing
 from ledger.keys.names import NameCodec, needs_names
 from ledger.lease.leases import Resource
 from ledger.postgres.connection import Conn, Cursor
-from ledger.postgres.reads import LEASES_OF, RESOURCES_OF, WAITED_OF, resources_of
+from ledger.postgres.reads import LEASES_OF, RESOURCES_OF, WAITED_OF
 from ledger.postgres.writes import HeldWrites
+from ledger.rows import resources_of
 from verify.compact import tiling
 
 Key = tuple[str, str]

@@ -31,7 +31,7 @@ from ledger.storage import (
 T = TypeVar("T")
 Params = Sequence[object]
 
-_CHECKPOINT = "SELECT tree_size, root_hash, timestamp, note, key_did FROM checkpoints"
+_CHECKPOINT = f"SELECT {rows.CHECKPOINT_COLUMNS} FROM checkpoints"
 _CHECKPOINTS = (
     _CHECKPOINT + " WHERE tree_size >= %s AND tree_size <= %s ORDER BY tree_size LIMIT %s"
 )
@@ -54,7 +54,8 @@ LEASES_OF = (
     " WHERE tenant = %s AND leases.resource = u.resource OFFSET 0) AS l"
     " ORDER BY l.fencing_token"
 )
-"""Their leases, by fencing token (parameters as :data:`RESOURCES_OF`)."""
+"""Their leases, by fencing token (parameters as :data:`RESOURCES_OF`); ``rows.resources_of``
+reads both."""
 WAITED_OF = (
     "SELECT w.resource FROM unnest(%b::bytea[]) AS u(resource), LATERAL (SELECT resource FROM"
     " waiters WHERE tenant = %s AND waiters.resource = u.resource AND answer IS NULL LIMIT 1)"
@@ -62,32 +63,6 @@ WAITED_OF = (
 )
 """Which of them have a queued waiter, by ``waiters_queue`` (parameters as above)."""
 _REQUEST = f"SELECT {idempotency.COLUMNS} FROM idempotency WHERE tenant = %s AND request_id = %s"
-
-
-def resources_of(
-    names: NameCodec,
-    wanted: dict[tuple[bytes, bytes], tuple[str, str]],
-    tenant: bytes,
-    resource_rows: Sequence[Sequence[Any]],
-    lease_rows: Sequence[Sequence[Any]],
-) -> dict[tuple[str, str], Resource]:
-    """One tenant's resources, with their leases, from the rows of :data:`RESOURCES_OF` and
-    :data:`LEASES_OF` (``wanted``: each digest pair's key). A lease whose resource row is gone
-    is a damaged ledger: :class:`StorageError`, never a fresh resource."""
-    found: dict[tuple[str, str], Resource] = {}
-    for row in resource_rows:
-        key = wanted[(bytes(row[0]), bytes(row[1]))]
-        found[key] = rows.resource_row(names, *key, row)
-    for lease in lease_rows:
-        held = found.get(wanted[(tenant, bytes(lease[1]))])
-        if held is None:
-            raise StorageError(DAMAGED)
-        held.leases.append(rows.lease_row(names, lease))
-    return found
-
-
-def _checkpoint(row: Any) -> CheckpointRecord:
-    return CheckpointRecord(int(row[0]), bytes(row[1]), int(row[2]), row[3], row[4])
 
 
 class Reads:
@@ -123,7 +98,7 @@ class Reads:
 
     def latest_checkpoint(self) -> CheckpointRecord | None:
         row = self._one(_CHECKPOINT + " ORDER BY tree_size DESC LIMIT 1")
-        return None if row is None else _checkpoint(row)
+        return None if row is None else rows.checkpoint_row(row)
 
     def signing_keys(self) -> list[KeyRecord]:
         sql = "SELECT did, public_key, multikey, valid_from, valid_until FROM signing_keys"
@@ -166,10 +141,11 @@ class LoopReads(Reads):
 
     def checkpoint(self, tree_size: int) -> CheckpointRecord | None:
         row = self._one(_CHECKPOINT + " WHERE tree_size = %s", (tree_size,))
-        return None if row is None else _checkpoint(row)
+        return None if row is None else rows.checkpoint_row(row)
 
     def checkpoints(self, start: int, limit: int) -> list[CheckpointRecord]:
-        return [_checkpoint(row) for row in self._all(_CHECKPOINTS, (start, 2**63 - 1, limit))]
+        found = self._all(_CHECKPOINTS, (start, 2**63 - 1, limit))
+        return [rows.checkpoint_row(row) for row in found]
 
     def api_keys(self) -> list[ApiKeyRecord]:
         sql = "SELECT key_digest, tenant, name, created_at FROM api_keys ORDER BY created_at"
@@ -209,7 +185,8 @@ class SnapshotReads(Reads):
                 yield int(idx), bytes(leaf)
 
     def checkpoints(self, up_to: int) -> Iterator[CheckpointRecord]:
-        return iter([_checkpoint(row) for row in self._all(_CHECKPOINTS, (0, up_to, None))])
+        found = self._all(_CHECKPOINTS, (0, up_to, None))
+        return iter([rows.checkpoint_row(row) for row in found])
 
 
 _NAMED = "SELECT tenant, resource, sealed FROM leases"
@@ -266,7 +243,7 @@ class StateReads(Reads):
         found: dict[tuple[str, str], Resource] = {}
         for t, digests in by_tenant.items():
             read = self._all(RESOURCES_OF, (digests, t)), self._all(LEASES_OF, (digests, t))
-            found.update(resources_of(names, wanted, t, *read))
+            found.update(rows.resources_of(names, wanted, t, *read))
         return found
 
     def expired(self, now: int, limit: int) -> dict[tuple[str, str], Resource]:

@@ -29,7 +29,7 @@ from ledger.storage import (
     WaiterRecord,
 )
 
-_CHECKPOINT = "SELECT tree_size, root_hash, timestamp, note, key_did FROM checkpoints"
+_CHECKPOINT = f"SELECT {rows.CHECKPOINT_COLUMNS} FROM checkpoints"
 _CHECKPOINTS = _CHECKPOINT + " WHERE tree_size >= ? AND tree_size <= ? ORDER BY tree_size LIMIT ?"
 _ENTRIES = "SELECT idx, leaf FROM entries WHERE idx >= ? AND idx < ? ORDER BY idx"
 _STATE = (
@@ -56,10 +56,6 @@ _LISTING = (
     " WHERE l.tenant = ? AND l.name > ? AND l.token > 0 AND l.expires_at > ?"
 )
 _IN_ORDER = " ORDER BY l.name, l.token"
-
-
-def _checkpoint(row: tuple[int, bytes, int, str, str]) -> CheckpointRecord:
-    return CheckpointRecord(row[0], bytes(row[1]), row[2], row[3], row[4])
 
 
 class Reads:
@@ -92,7 +88,7 @@ class Reads:
     def latest_checkpoint(self) -> CheckpointRecord | None:
         sql = _CHECKPOINT + " ORDER BY tree_size DESC LIMIT 1"
         row = self._reading().execute(sql).fetchone()
-        return None if row is None else _checkpoint(row)
+        return None if row is None else rows.checkpoint_row(row)
 
     def signing_keys(self) -> list[KeyRecord]:
         sql = "SELECT did, public_key, multikey, valid_from, valid_until FROM signing_keys"
@@ -123,11 +119,11 @@ class LoopReads(Reads):
     def checkpoint(self, tree_size: int) -> CheckpointRecord | None:
         sql = _CHECKPOINT + " WHERE tree_size = ?"
         row = self._reading().execute(sql, (tree_size,)).fetchone()
-        return None if row is None else _checkpoint(row)
+        return None if row is None else rows.checkpoint_row(row)
 
     def checkpoints(self, start: int, limit: int) -> list[CheckpointRecord]:
         found = self._reading().execute(_CHECKPOINTS, (start, 2**63 - 1, limit))
-        return [_checkpoint(row) for row in found]
+        return [rows.checkpoint_row(row) for row in found]
 
     def api_keys(self) -> list[ApiKeyRecord]:
         sql = "SELECT key_digest, tenant, name, created_at FROM api_keys ORDER BY created_at"
@@ -167,7 +163,7 @@ class SnapshotReads(Reads):
 
     def checkpoints(self, up_to: int) -> Iterator[CheckpointRecord]:
         for row in self._reading().execute(_CHECKPOINTS, (0, up_to, -1)):
-            yield _checkpoint(row)
+            yield rows.checkpoint_row(row)
 
 
 class StateReads(Reads):
