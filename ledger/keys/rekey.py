@@ -11,9 +11,13 @@ a new call from the same input, so replays, fingerprints and queued waiters carr
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ledger.keys.names import FINGERPRINT, REQUEST_INPUT, NameCodec
 from ledger.keys.sealing import WAITER_CALL
+
+Row = Sequence[Any]
 
 
 def request(names: NameCodec, tenant: bytes, digest: bytes) -> bytes:
@@ -34,3 +38,24 @@ def waiter_call(names: NameCodec, waiter_id: str, tenant: bytes, sealed: bytes) 
         return bytes(sealed)
     stored["digest"] = request(names, tenant, bytes.fromhex(stored["digest"])).hex()
     return names.seal(WAITER_CALL, row, json.dumps(stored).encode())
+
+
+def requests(names: NameCodec, found: Iterable[Row]) -> list[tuple[Any, ...]]:
+    """Rows of ``tenant, request_id, request_digest`` → the arguments that set each one's
+    digest keyed: ``(request_digest, tenant, request_id)``."""
+    return [(request(names, t, digest), t, q) for t, q, digest in found]
+
+
+def fingerprints(names: NameCodec, found: Iterable[Row]) -> list[tuple[Any, ...]]:
+    """Rows of ``tenant, fingerprint, completed_fingerprint, *key`` → the arguments that set
+    both keyed: ``(fingerprint, completed_fingerprint, *key)`` (``key``: where the row is)."""
+    return [
+        (fingerprint(names, t, bound), fingerprint(names, t, done), *key)
+        for t, bound, done, *key in found
+    ]
+
+
+def waiter_calls(names: NameCodec, found: Iterable[Row]) -> list[tuple[Any, ...]]:
+    """Rows of ``waiter_id, tenant, call`` → the arguments that set each call sealed again:
+    ``(call, waiter_id)``."""
+    return [(waiter_call(names, w, t, call), w) for w, t, call in found]

@@ -65,24 +65,21 @@ def key_digests(conn: psycopg.Connection[Any], names: NameCodec) -> None:
     with conn.cursor() as cursor:
         cursor.executemany(
             "UPDATE idempotency SET request_digest = %s WHERE tenant = %s AND request_id = %s",
-            [(rekey.request(names, t, digest), t, q) for t, q, digest in found.fetchall()],
+            rekey.requests(names, found.fetchall()),
         )
         found = conn.execute(
-            "SELECT tenant, name, fingerprint, completed_fingerprint FROM resources"
+            "SELECT tenant, fingerprint, completed_fingerprint, tenant, name FROM resources"
             " WHERE fingerprint IS NOT NULL OR completed_fingerprint IS NOT NULL"
         )
         cursor.executemany(
             "UPDATE resources SET fingerprint = %s, completed_fingerprint = %s"
             " WHERE tenant = %s AND name = %s",
-            [
-                (rekey.fingerprint(names, t, bound), rekey.fingerprint(names, t, done), t, n)
-                for t, n, bound, done in found.fetchall()
-            ],
+            rekey.fingerprints(names, found.fetchall()),
         )
         found = conn.execute("SELECT waiter_id, tenant, call FROM waiters")
         cursor.executemany(
             "UPDATE waiters SET call = %s WHERE waiter_id = %s",
-            [(rekey.waiter_call(names, w, t, call), w) for w, t, call in found.fetchall()],
+            rekey.waiter_calls(names, found.fetchall()),
         )
 
 

@@ -123,23 +123,20 @@ def key_digests(conn: sqlite3.Connection, names: NameCodec) -> None:
     found = conn.execute("SELECT tenant, request_id, request_digest FROM idempotency")
     conn.executemany(
         "UPDATE idempotency SET request_digest = ? WHERE tenant = ? AND request_id = ?",
-        [(rekey.request(names, t, digest), t, q) for t, q, digest in found.fetchall()],
+        rekey.requests(names, found.fetchall()),
     )
     found = conn.execute(
-        "SELECT rowid, tenant, fingerprint, completed_fingerprint FROM state WHERE token = 0"
+        "SELECT tenant, fingerprint, completed_fingerprint, rowid FROM state WHERE token = 0"
         " AND (fingerprint IS NOT NULL OR completed_fingerprint IS NOT NULL)"
     )
     conn.executemany(
         "UPDATE state SET fingerprint = ?, completed_fingerprint = ? WHERE rowid = ?",
-        [
-            (rekey.fingerprint(names, t, bound), rekey.fingerprint(names, t, done), rowid)
-            for rowid, t, bound, done in found.fetchall()
-        ],
+        rekey.fingerprints(names, found.fetchall()),
     )
     found = conn.execute("SELECT waiter_id, tenant, call FROM waiters")
     conn.executemany(
         "UPDATE waiters SET call = ? WHERE waiter_id = ?",
-        [(rekey.waiter_call(names, w, t, call), w) for w, t, call in found.fetchall()],
+        rekey.waiter_calls(names, found.fetchall()),
     )
 
 
