@@ -24,6 +24,7 @@ from ledger.lease.calls import KeyRevoked, LeaseCall, Limits
 from ledger.lease.tokens import secret_digest
 from ledger.storage import ApiKeyRecord
 from ledger.writer.service import LeaseService
+from tests import storage_util
 from tests.conftest import ROOT, Server
 from tests.names_key import NAMES
 from tests.test_names_at_rest import wait_for_waiter
@@ -208,11 +209,7 @@ def test_a_revoked_keys_mcp_lease_wait_is_refused(fresh_server: Server) -> None:
     assert results[0].is_error and "revoked" in text and "own_" not in text
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
-    if request.param == "postgres":
-        return str(request.getfixturevalue("postgres_url"))
-    return tmp_path / "data"
+location = storage_util.location  # the fixture, taken by name: every backend in turn
 
 
 def test_the_transaction_reads_the_key_and_refuses_its_waiter(location: Path | str) -> None:

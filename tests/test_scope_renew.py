@@ -21,6 +21,7 @@ from api.mcp_tools import TOOLS
 from ledger.backends import open_storage
 from ledger.lease.calls import LeaseCall, Limits
 from ledger.writer.service import LeaseService
+from tests import storage_util
 from tests.conftest import ROOT, Server, lease, ledger_size, rid
 from tests.names_key import NAMES
 from verify.audit import audit, parse_lines
@@ -124,12 +125,7 @@ def test_bad_input_is_refused_naming_the_field_and_renews_nothing(
         assert now["expiresAt"] == held["expiresAt"]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
-    """Where the ledger lives: a SQLite folder, or a fresh PostgreSQL database."""
-    if request.param == "sqlite":
-        return tmp_path / "data"
-    return str(request.getfixturevalue("postgres_url"))
+location = storage_util.location  # the fixture, taken by name: every backend in turn
 
 
 def test_renewed_leases_outlive_their_first_ttl_and_an_expired_one_is_not_revived(
