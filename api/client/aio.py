@@ -16,8 +16,9 @@ import httpx
 
 from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
 from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sleep, headers
-from api.client.errors import LeaseLost, TenureError
-from api.client.keeper import Keeper, OnLost, logger, report_loss
+from api.client.errors import TenureError
+from api.client.holding import HeldState
+from api.client.keeper import Keeper, OnLost
 from api.client.listing import LeaseList, async_pages, list_call
 from api.client.tls import CertFiles, tls_verify
 from api.client.trust import Trust, witness_policy
@@ -181,79 +182,41 @@ class AsyncClient:
         return AsyncLease(self, resource, holder, ttl, wait, on_lost, more)
 
 
-class AsyncLease:
+class AsyncLease(HeldState):
     """``Lease`` for asyncio: a task renews it; ``on_lost`` is called on the event loop."""
 
-    def __init__(
-        self,
-        client: AsyncClient,
-        resource: str,
-        holder: str,
-        ttl: int,
-        wait: int | None,
-        on_lost: OnLost | None,
-        more: dict[str, Any],
-    ) -> None:
-        self.client, self.resource, self.holder, self.ttl = client, resource, holder, ttl
-        self._wait, self._on_lost, self._more = wait, on_lost, more
-        self.receipts: list[dict[str, Any]] = []
-        self.grant: LeaseAnswer | None = None
-        self._keeper: Keeper | None = None
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+    client: AsyncClient
+    _stop: asyncio.Event
+    _task: asyncio.Task[None]
 
-    @property
-    def fencing_token(self) -> int:
-        assert self.grant is not None and self.grant.fencing_token is not None
-        return self.grant.fencing_token
-
-    @property
-    def owner_token(self) -> str:
-        assert self.grant is not None and self.grant.owner_token is not None
-        return self.grant.owner_token
-
-    @property
-    def lost(self) -> bool:
-        """True once the lease is gone, or past its local expiry unconfirmed."""
-        return self._keeper is not None and self._keeper.expired(time.monotonic())
+    def _now(self) -> float:
+        return time.monotonic()
 
     async def __aenter__(self) -> AsyncLease:
         sent = time.monotonic()
         grant = await self.client.acquire(
             self.resource, self.holder, self.ttl, wait=self._wait, **self._more
         )
-        self.grant = grant
-        self.receipts.append(grant.receipt)
-        keeper = Keeper.granted(self.ttl, sent)
+        keeper = self._granted(grant, sent)
         if keeper.delay(time.monotonic()) <= 0:  # the answer came late: confirm it first
             sent = time.monotonic()
-            self.receipts.append((await self._renew(None)).receipt)
-            keeper = Keeper.granted(self.ttl, sent)
+            keeper = self._confirmed(await self.client.run(self._renewal()), sent)
         self._keeper = keeper
+        self._stop = asyncio.Event()
         self._task = asyncio.create_task(self._renew_forever(keeper))
         return self
-
-    async def _renew(self, deadline: float | None) -> LeaseAnswer:
-        fields = dict(resource=self.resource, owner_token=self.owner_token, ttl=self.ttl)
-        call = self.client.core.lease("renew", **fields, fencing_token=self.fencing_token)
-        return await self.client.run(call, deadline=deadline)
 
     async def _renew_forever(self, keeper: Keeper) -> None:
         while not await _stopped(self._stop, keeper.delay(time.monotonic())):
             sent = time.monotonic()
             try:
-                answer = await self._renew(keeper.valid_until)
+                outcome: LeaseAnswer | TenureError = await self.client.run(
+                    self._renewal(), deadline=keeper.valid_until
+                )
             except TenureError as error:
-                lost = keeper.failed(error, time.monotonic())
-            else:
-                self.receipts.append(answer.receipt)
-                lost = keeper.renewed(sent, time.monotonic())
-            if lost is not None:
-                self._report(lost)
+                outcome = error
+            if self._renewed(keeper, sent, outcome, time.monotonic()):
                 return
-
-    def _report(self, lost: LeaseLost) -> None:
-        report_loss(self.resource, lost, self._on_lost)
 
     async def __aexit__(
         self,
@@ -262,30 +225,13 @@ class AsyncLease:
         tb: TracebackType | None,
     ) -> None:
         self._stop.set()
-        if self._task is not None:
-            await self._task
-        keeper = self._keeper
-        assert keeper is not None
-        declared = keeper.lost
-        gone = keeper.leave(time.monotonic())
-        if gone is not None:
-            if declared is None:
-                self._report(gone)
-            raise gone
-        try:
+        await self._task
+        keeper = self._leaving(time.monotonic())
+        with self._releasing(keeper, kind):
             answer = await self.client.release(
                 self.resource, self.owner_token, fencing_token=self.fencing_token
             )
-        except LeaseLost as lost:
-            keeper.lost = lost
-            self._report(lost)
-            raise
-        except TenureError:
-            if kind is None:
-                raise
-            logger.warning("release of %r failed; it expires in %s s", self.resource, self.ttl)
-            return
-        self.receipts.append(answer.receipt)
+            self.receipts.append(answer.receipt)
 
 
 async def _stopped(stop: asyncio.Event, delay: float) -> bool:
