@@ -15,13 +15,14 @@ from typing import Any
 import httpx
 
 from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
-from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sleep, headers
+from api.client.core import A, Call, NetworkError, Reply, RetryPolicy, Sleep
 from api.client.errors import TenureError
 from api.client.holding import HeldState
 from api.client.keeper import Keeper, OnLost
 from api.client.listing import LeaseList, async_pages, list_call
-from api.client.tls import CertFiles, tls_verify
-from api.client.trust import Trust, witness_policy
+from api.client.tls import CertFiles
+from api.client.trust import Trust
+from api.client.wiring import core_for, http_options
 from verify.defaults import DEFAULT_TTL_SECONDS
 
 
@@ -44,11 +45,9 @@ class AsyncClient:
         witnesses: Sequence[str] = (),
         witness_threshold: int | None = None,
     ) -> None:
-        self.core = Core(trust, timeout, retry or RetryPolicy(), verify)
-        self.core.witnesses = witness_policy(witnesses, witness_threshold)
-        sent = headers(api_key, namespace)
-        tls = tls_verify(cacert, cert)
-        self._http = httpx.AsyncClient(base_url=url, headers=sent, transport=transport, verify=tls)
+        self.core = core_for(trust, timeout, retry, verify, witnesses, witness_threshold)
+        options = http_options(url, api_key, namespace, cacert, cert)
+        self._http = httpx.AsyncClient(transport=transport, **options)
 
     async def __aenter__(self) -> AsyncClient:
         return self

@@ -12,14 +12,15 @@ import httpx
 
 from api.client import watching
 from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
-from api.client.core import A, Call, Core, NetworkError, Reply, RetryPolicy, Sleep, headers
+from api.client.core import A, Call, NetworkError, Reply, RetryPolicy, Sleep
 from api.client.election import Election
 from api.client.held import Lease
 from api.client.keeper import OnLost
 from api.client.listing import LeaseList, list_call, pages
-from api.client.tls import CertFiles, tls_verify
-from api.client.trust import Trust, trusted_dids, witness_policy
+from api.client.tls import CertFiles
+from api.client.trust import Trust, trusted_dids
 from api.client.watching import WatchEvent, WatchGap
+from api.client.wiring import core_for, http_options
 from verify.defaults import DEFAULT_TTL_SECONDS
 
 
@@ -47,11 +48,9 @@ class Client:
         witnesses: Sequence[str] = (),
         witness_threshold: int | None = None,
     ) -> None:
-        self.core = Core(trust, timeout, retry or RetryPolicy(), verify)
-        self.core.witnesses = witness_policy(witnesses, witness_threshold)
-        sent = headers(api_key, namespace)
-        tls = tls_verify(cacert, cert)
-        self._http = httpx.Client(base_url=url, headers=sent, transport=transport, verify=tls)
+        self.core = core_for(trust, timeout, retry, verify, witnesses, witness_threshold)
+        options = http_options(url, api_key, namespace, cacert, cert)
+        self._http = httpx.Client(transport=transport, **options)
 
     def __enter__(self) -> Client:
         return self
