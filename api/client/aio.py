@@ -15,14 +15,14 @@ from typing import Any
 import httpx
 
 from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
-from api.client.core import A, Call, NetworkError, Reply, RetryPolicy, Sleep
+from api.client.core import A, Call, RetryPolicy, Sleep
 from api.client.errors import TenureError
 from api.client.holding import HeldState
 from api.client.keeper import Keeper, OnLost
 from api.client.listing import LeaseList, async_pages, list_call
 from api.client.tls import CertFiles
 from api.client.trust import Trust
-from api.client.wiring import core_for, http_options
+from api.client.wiring import core_for, http_options, no_answer, reply_of
 from verify.defaults import DEFAULT_TTL_SECONDS
 
 
@@ -73,9 +73,9 @@ class AsyncClient:
                         step.method, step.path, content=step.body, timeout=step.timeout
                     )
                 except httpx.TransportError as error:
-                    step = flow.throw(NetworkError(f"{type(error).__name__}: {error}"))
+                    step = flow.throw(no_answer(error))
                     continue
-                step = flow.send(Reply(response.status_code, response.headers, response.content))
+                step = flow.send(reply_of(response))
         except StopIteration as stop:
             answer: A = stop.value
             return answer

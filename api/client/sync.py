@@ -12,7 +12,7 @@ import httpx
 
 from api.client import watching
 from api.client.answers import Answer, LeaseAnswer, NamespaceAnswer, ScopeAnswer
-from api.client.core import A, Call, NetworkError, Reply, RetryPolicy, Sleep
+from api.client.core import A, Call, RetryPolicy, Sleep
 from api.client.election import Election
 from api.client.held import Lease
 from api.client.keeper import OnLost
@@ -20,7 +20,7 @@ from api.client.listing import LeaseList, list_call, pages
 from api.client.tls import CertFiles
 from api.client.trust import Trust, trusted_dids
 from api.client.watching import WatchEvent, WatchGap
-from api.client.wiring import core_for, http_options
+from api.client.wiring import core_for, http_options, no_answer, reply_of
 from verify.defaults import DEFAULT_TTL_SECONDS
 
 
@@ -76,9 +76,9 @@ class Client:
                         step.method, step.path, content=step.body, timeout=step.timeout
                     )
                 except httpx.TransportError as error:
-                    step = flow.throw(NetworkError(f"{type(error).__name__}: {error}"))
+                    step = flow.throw(no_answer(error))
                     continue
-                step = flow.send(Reply(response.status_code, response.headers, response.content))
+                step = flow.send(reply_of(response))
         except StopIteration as stop:
             answer: A = stop.value
             return answer

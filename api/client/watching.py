@@ -14,9 +14,10 @@ from urllib.parse import urlencode
 import httpx
 
 from api.client.answers import Answer
-from api.client.core import Call, Core, Reply, Request, canonical_request
+from api.client.core import Call, Core, Request, canonical_request
 from api.client.errors import Unavailable
 from api.client.trust import check_answer
+from api.client.wiring import reply_of
 
 PATH = "/api/v1/watch"
 EVENTS_PATH = "/api/v1/watch/events"
@@ -88,7 +89,7 @@ _TIMEOUT = httpx.Timeout(30.0, read=None)  # a watch waits for events as long as
 def _refused(core: Core, got: httpx.Response) -> None:
     got.read()
     call = Call(Request("GET", PATH, None, core.timeout), Answer, True, None)
-    core.interpret(call, Reply(got.status_code, got.headers, got.content))
+    core.interpret(call, reply_of(got))
     raise Unavailable(f"HTTP {got.status_code} on {PATH}")
 
 

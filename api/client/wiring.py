@@ -1,5 +1,6 @@
-"""What ``Client`` and ``AsyncClient`` build from the same constructor arguments: the sans-IO
-core, and the options of the httpx client that moves its bytes."""
+"""What ``Client`` and ``AsyncClient`` share around httpx: the sans-IO core and the httpx
+client's options, built from the same constructor arguments, and the core's view of what
+httpx brought back (a reply, or no answer at all)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypedDict
 
-from api.client.core import Core, RetryPolicy, headers
+import httpx
+
+from api.client.core import Core, NetworkError, Reply, RetryPolicy, headers
 from api.client.tls import CertFiles, tls_verify
 from api.client.trust import Trust, witness_policy
 
@@ -48,3 +51,13 @@ def http_options(
     return HttpOptions(
         base_url=url, headers=headers(api_key, namespace), verify=tls_verify(cacert, cert)
     )
+
+
+def reply_of(response: httpx.Response) -> Reply:
+    """The core's view of an HTTP response whose body has been read."""
+    return Reply(response.status_code, response.headers, response.content)
+
+
+def no_answer(error: httpx.TransportError) -> NetworkError:
+    """The core's view of a call that got no answer (refused, reset, timed out)."""
+    return NetworkError(f"{type(error).__name__}: {error}")
