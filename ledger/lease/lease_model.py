@@ -1,8 +1,8 @@
 """The records of the lease state machine (``ledger/lease/leases.py``): a resource and its leases,
-the
-events a decision makes, the decision itself, and the outcomes and event kinds answers and
-ledger entries name. Plain data: the rules that change them are in ``ledger/lease/leases.py``, which
-exports these names too."""
+the events a decision makes, the decision itself, and the outcomes and event kinds answers and
+ledger entries name. Plain data, and the two builders the rules make an event and a witness
+with (:func:`event_for`, :func:`witness`): the rules that change them are in
+``ledger/lease/leases.py``, which exports the records too."""
 
 from __future__ import annotations
 
@@ -123,3 +123,22 @@ class AcquireArgs:
 
 class IllegalTransition(Exception):
     """A caller asked the machine for something no rule allows (a programming error)."""
+
+
+def event_for(
+    resource: Resource,
+    kind: EventKind,
+    lease: Lease,
+    now: int,
+    trigger: str | None = None,
+    revocation: Revocation | None = None,
+) -> Event:
+    """The event ``kind`` of ``lease`` at ``now``, with the resource's capacity and lifecycle end
+    as they stand (the lease's own expiry where no lifecycle runs)."""
+    end = resource.lifecycle_end if resource.lifecycle_end is not None else lease.expires_at
+    return Event(kind, lease, now, lease.expires_at, end, resource.capacity, trigger, revocation)
+
+
+def witness(rule: str, **detail: Any) -> dict[str, Any]:
+    """One of a decision's ``witnesses``: the rule that decided and what it saw."""
+    return {"rule": rule, **detail}

@@ -49,6 +49,8 @@ from ledger.lease.lease_model import (
     Outcome,
     Resource,
     Revocation,
+    event_for,
+    witness,
 )
 
 __all__ = [  # the records (ledger/lease/lease_model.py) and the rules
@@ -84,7 +86,7 @@ def live(resource: Resource, now: int) -> list[Lease]:
 def expire(resource: Resource, now: int) -> list[Event]:
     """Rule 7: take back every lease whose time is up; end a finished lifecycle."""
     gone = [lease for lease in resource.leases if lease.expires_at <= now]
-    events = [_event(resource, EventKind.EXPIRE, lease, now) for lease in gone]
+    events = [event_for(resource, EventKind.EXPIRE, lease, now) for lease in gone]
     if gone:
         resource.leases = [lease for lease in resource.leases if lease.expires_at > now]
     if resource.lifecycle_end is not None and now >= resource.lifecycle_end:
@@ -134,20 +136,20 @@ def _check_acquire(resource: Resource, args: AcquireArgs, now: int) -> Decision 
     done = resource.completion
     if done is not None:
         if args.fingerprint is None or done.fingerprint in (None, args.fingerprint):
-            return Decision(Outcome.COMPLETED, witnesses=[_w("complete", held=True)])
-        return Decision(Outcome.CONFLICT, witnesses=[_w("fingerprint", reason="completed")])
+            return Decision(Outcome.COMPLETED, witnesses=[witness("complete", held=True)])
+        return Decision(Outcome.CONFLICT, witnesses=[witness("fingerprint", reason="completed")])
     if args.fingerprint is not None and resource.fingerprint not in (None, args.fingerprint):
-        return Decision(Outcome.CONFLICT, witnesses=[_w("fingerprint", reason="mismatch")])
+        return Decision(Outcome.CONFLICT, witnesses=[witness("fingerprint", reason="mismatch")])
     held = resource.leases
     if held and args.capacity is not None and args.capacity != resource.capacity:
-        witness = _w("capacity", live=resource.capacity, requested=args.capacity)
-        return Decision(Outcome.CONFLICT, witnesses=[witness])
+        sizes = witness("capacity", live=resource.capacity, requested=args.capacity)
+        return Decision(Outcome.CONFLICT, witnesses=[sizes])
     if any(lease.holder == args.holder for lease in held):
-        witness = _w("same-holder-label", reason="ownerToken required to renew")
-        return Decision(Outcome.HELD, witnesses=[witness], same_holder_label=True)
+        label = witness("same-holder-label", reason="ownerToken required to renew")
+        return Decision(Outcome.HELD, witnesses=[label], same_holder_label=True)
     capacity = resource.capacity if held else (args.capacity or 1)
     if len(held) >= capacity:
-        return Decision(Outcome.HELD, witnesses=[_w("exclusive", capacity=capacity)])
+        return Decision(Outcome.HELD, witnesses=[witness("exclusive", capacity=capacity)])
     return None
 
 
@@ -167,8 +169,10 @@ def _grant(resource: Resource, args: AcquireArgs, now: int) -> Decision:
         scope=args.scope,
     )
     resource.leases.append(lease)
-    event = _event(resource, EventKind.ACQUIRE, lease, now)
-    return Decision(Outcome.GRANTED, [event], lease, [_w("fencing", token=lease.fencing_token)])
+    event = event_for(resource, EventKind.ACQUIRE, lease, now)
+    return Decision(
+        Outcome.GRANTED, [event], lease, [witness("fencing", token=lease.fencing_token)]
+    )
 
 
 def renew(
@@ -189,12 +193,12 @@ def _renew(
     resource: Resource, lease: Lease, fencing_token: int | None, ttl_ms: int, now: int
 ) -> Decision:
     if fencing_token is not None and fencing_token != lease.fencing_token:
-        return Decision(Outcome.LOST, witnesses=[_w("fencing", reason="token mismatch")])
+        return Decision(Outcome.LOST, witnesses=[witness("fencing", reason="token mismatch")])
     assert resource.lifecycle_end is not None
     lease.expires_at = min(now + ttl_ms, resource.lifecycle_end)
-    witness = _w("lifecycle", capped=lease.expires_at == resource.lifecycle_end)
-    event = _event(resource, EventKind.RENEW, lease, now)
-    return Decision(Outcome.RENEWED, [event], lease, [witness])
+    capped = witness("lifecycle", capped=lease.expires_at == resource.lifecycle_end)
+    event = event_for(resource, EventKind.RENEW, lease, now)
+    return Decision(Outcome.RENEWED, [event], lease, [capped])
 
 
 def release(
@@ -239,9 +243,9 @@ def _as_owner(
     lease = find_owner(resource, owner_digest)
     if lease is None:
         reason = "ownerToken does not match the live lease" if resource.leases else "no live lease"
-        decision = Decision(missing, witnesses=[_w("owner", reason=reason)])
+        decision = Decision(missing, witnesses=[witness("owner", reason=reason)])
     elif fencing_token is not None and fencing_token != lease.fencing_token:
-        decision = Decision(Outcome.LOST, witnesses=[_w("fencing", reason="token mismatch")])
+        decision = Decision(Outcome.LOST, witnesses=[witness("fencing", reason="token mismatch")])
     else:
         decision = act(lease)
     decision.events[:0] = expired
@@ -253,7 +257,7 @@ def end_lease(resource: Resource, lease: Lease, kind: EventKind, now: int, trigg
     if lease not in resource.leases:
         raise IllegalTransition("lease is not live")
     resource.leases.remove(lease)
-    return _event(resource, kind, lease, now, trigger)
+    return event_for(resource, kind, lease, now, trigger)
 
 
 def revoke(
@@ -273,20 +277,22 @@ def revoke(
         if holder in (None, lease.holder) and fencing_token in (None, lease.fencing_token)
     ]
     if not chosen:
-        decision = Decision(Outcome.NOT_ACTIVE, witnesses=[_w("revoke", reason="no live lease")])
+        decision = Decision(
+            Outcome.NOT_ACTIVE, witnesses=[witness("revoke", reason="no live lease")]
+        )
     else:
         for lease in chosen:
             resource.leases.remove(lease)
-        events = [_event(resource, EventKind.REVOKE, lease, now, None, why) for lease in chosen]
-        witness = _w("fencing", nextToken=resource.max_token + 1)
-        decision = Decision(Outcome.RELEASED, events, chosen[-1], [witness])
+        events = [event_for(resource, EventKind.REVOKE, lease, now, None, why) for lease in chosen]
+        fenced = witness("fencing", nextToken=resource.max_token + 1)
+        decision = Decision(Outcome.RELEASED, events, chosen[-1], [fenced])
     decision.events[:0] = expired
     return decision
 
 
 def _end(resource: Resource, lease: Lease, kind: EventKind, now: int) -> Decision:
     resource.leases.remove(lease)
-    return Decision(Outcome.RELEASED, [_event(resource, kind, lease, now)], lease)
+    return Decision(Outcome.RELEASED, [event_for(resource, kind, lease, now)], lease)
 
 
 def get(resource: Resource, now: int) -> Decision:
@@ -294,19 +300,3 @@ def get(resource: Resource, now: int) -> Decision:
     expired = expire(resource, now)
     outcome = Outcome.HOLDING if resource.leases else Outcome.FREE
     return Decision(outcome, expired)
-
-
-def _event(
-    resource: Resource,
-    kind: EventKind,
-    lease: Lease,
-    now: int,
-    trigger: str | None = None,
-    revocation: Revocation | None = None,
-) -> Event:
-    end = resource.lifecycle_end if resource.lifecycle_end is not None else lease.expires_at
-    return Event(kind, lease, now, lease.expires_at, end, resource.capacity, trigger, revocation)
-
-
-def _w(rule: str, **detail: Any) -> dict[str, Any]:
-    return {"rule": rule, **detail}
