@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from ledger.lease.lease_model import (
     AcquireArgs,
@@ -76,6 +76,8 @@ __all__ = [  # the records (ledger/lease/lease_model.py) and the rules
     "renew",
     "revoke",
 ]
+
+_Arg = TypeVar("_Arg")
 
 
 def live(resource: Resource, now: int) -> list[Lease]:
@@ -124,12 +126,12 @@ def acquire(resource: Resource, args: AcquireArgs, now: int) -> Decision:
 
 def _acquire(resource: Resource, args: AcquireArgs, now: int) -> Decision:
     mine = find_owner(resource, args.presented_owner)
-    if mine is not None:
-        return _renew(resource, mine, args.fencing_token, args.ttl_ms, now)
-    refusal = _check_acquire(resource, args, now)
-    if refusal is not None:
-        return refusal
-    return _grant(resource, args, now)
+    if mine is None:
+        refusal = _check_acquire(resource, args, now)
+        return refusal if refusal is not None else _grant(resource, args, now)
+    if args.fencing_token is not None and args.fencing_token != mine.fencing_token:
+        return Decision(Outcome.LOST, witnesses=[witness("fencing", reason="token mismatch")])
+    return _renew(resource, mine, args.ttl_ms, now)
 
 
 def _check_acquire(resource: Resource, args: AcquireArgs, now: int) -> Decision | None:
@@ -179,21 +181,10 @@ def renew(
     resource: Resource, owner_digest: bytes, fencing_token: int | None, ttl_ms: int, now: int
 ) -> Decision:
     """Extend the owner's live lease (rule 5), same fencing token; else ``LOST``."""
-    return _as_owner(
-        resource,
-        owner_digest,
-        fencing_token,
-        now,
-        Outcome.LOST,
-        lambda lease: _renew(resource, lease, None, ttl_ms, now),
-    )
+    return _as_owner(resource, owner_digest, fencing_token, now, Outcome.LOST, _renew, ttl_ms)
 
 
-def _renew(
-    resource: Resource, lease: Lease, fencing_token: int | None, ttl_ms: int, now: int
-) -> Decision:
-    if fencing_token is not None and fencing_token != lease.fencing_token:
-        return Decision(Outcome.LOST, witnesses=[witness("fencing", reason="token mismatch")])
+def _renew(resource: Resource, lease: Lease, ttl_ms: int, now: int) -> Decision:
     assert resource.lifecycle_end is not None
     lease.expires_at = min(now + ttl_ms, resource.lifecycle_end)
     capped = witness("lifecycle", capped=lease.expires_at == resource.lifecycle_end)
@@ -205,28 +196,22 @@ def release(
     resource: Resource, owner_digest: bytes, fencing_token: int | None, now: int
 ) -> Decision:
     """Free the owner's slot (rule 6); a lease that is not live is ``NOT_ACTIVE``."""
-    return _as_owner(
-        resource,
-        owner_digest,
-        fencing_token,
-        now,
-        Outcome.NOT_ACTIVE,  # rule 6: from the caller's view its lease is no longer live
-        lambda lease: _end(resource, lease, EventKind.RELEASE, now),
-    )
+    missing = Outcome.NOT_ACTIVE  # rule 6: from the caller's view its lease is no longer live
+    return _as_owner(resource, owner_digest, fencing_token, now, missing, _end, EventKind.RELEASE)
 
 
 def complete(
     resource: Resource, owner_digest: bytes, fencing_token: int | None, result: Any, now: int
 ) -> Decision:
     """End the owner's lease with ``result`` (rule 10), kept until the lifecycle ends."""
+    return _as_owner(resource, owner_digest, fencing_token, now, Outcome.LOST, _complete, result)
 
-    def finish(lease: Lease) -> Decision:
-        resource.completion = Completion(result, now, resource.fingerprint)
-        decision = _end(resource, lease, EventKind.COMPLETE, now)
-        decision.outcome = Outcome.COMPLETED
-        return decision
 
-    return _as_owner(resource, owner_digest, fencing_token, now, Outcome.LOST, finish)
+def _complete(resource: Resource, lease: Lease, result: Any, now: int) -> Decision:
+    resource.completion = Completion(result, now, resource.fingerprint)
+    decision = _end(resource, lease, EventKind.COMPLETE, now)
+    decision.outcome = Outcome.COMPLETED
+    return decision
 
 
 def _as_owner(
@@ -235,10 +220,11 @@ def _as_owner(
     fencing_token: int | None,
     now: int,
     missing: Outcome,
-    act: Callable[[Lease], Decision],
+    act: Callable[[Resource, Lease, _Arg, int], Decision],
+    arg: _Arg,
 ) -> Decision:
-    """Rules 3 and 7 for every owner operation: record expiries, then act only for the live
-    lease the owner digest (and fencing token, if given) names."""
+    """Rules 3 and 7 for every owner operation: record expiries, then ``act(resource, lease, arg,
+    now)`` only for the live lease the owner digest (and fencing token, if given) names."""
     expired = expire(resource, now)
     lease = find_owner(resource, owner_digest)
     if lease is None:
@@ -247,7 +233,7 @@ def _as_owner(
     elif fencing_token is not None and fencing_token != lease.fencing_token:
         decision = Decision(Outcome.LOST, witnesses=[witness("fencing", reason="token mismatch")])
     else:
-        decision = act(lease)
+        decision = act(resource, lease, arg, now)
     decision.events[:0] = expired
     return decision
 
