@@ -124,7 +124,7 @@ class Issuer:
     def signer(self, signer: Signer) -> None:
         frame = _credential_frame(signer.did)
         self._native = _answerer(signer, frame) if self._use_native else None
-        self._frame, self._signer = frame, signer
+        self._head, self._frame, self._signer = _credential_head(signer.did), frame, signer
 
     def encode_answer(
         self,
@@ -203,13 +203,7 @@ class Issuer:
         if pseudonyms:
             subject["pseudonyms"] = pseudonyms
         subject["manifest"] = _manifest(data, data_bytes, request, entry)
-        credential = {
-            "@context": CONTEXTS,
-            "type": ["VerifiableCredential", "LeaseReceipt"],
-            "issuer": self._signer.did,
-            "validFrom": now,
-            "credentialSubject": subject,
-        }
+        credential = _credential(self._head, now, subject)
         if suite != JCS_SUITE:
             return self._signer.sign(credential, suite, created=now), None
         subject_bytes = encode_plain(subject) if plain else canonicalize(subject)
@@ -277,17 +271,28 @@ def _answerer(signer: Signer, frame: tuple[bytes, bytes, bytes]) -> Answerer:
 _SUBJECT, _VALID_FROM = "\ue000subject", "\ue000validFrom"  # placeholders split out below
 
 
-def _credential_frame(issuer: str) -> tuple[bytes, bytes, bytes]:
-    """The credential's canonical bytes around its subject and its ``validFrom``: every other
-    member is fixed for an issuer, and RFC 8785 sorts them, so the frame is made once."""
-    credential = {
+def _credential_head(issuer: str) -> dict[str, Any]:
+    """The credential's members fixed for an issuer, in the order the answer writes them."""
+    return {
         "@context": CONTEXTS,
         "type": ["VerifiableCredential", "LeaseReceipt"],
         "issuer": issuer,
-        "validFrom": _VALID_FROM,
-        "credentialSubject": _SUBJECT,
     }
-    whole = canonicalize(credential)
+
+
+def _credential(head: dict[str, Any], valid_from: str, subject: Any) -> dict[str, Any]:
+    """The unsigned credential: ``head`` (shared values, as ``CONTEXTS`` always was), then its
+    ``validFrom`` and its subject."""
+    credential = head.copy()
+    credential["validFrom"] = valid_from
+    credential["credentialSubject"] = subject
+    return credential
+
+
+def _credential_frame(issuer: str) -> tuple[bytes, bytes, bytes]:
+    """The credential's canonical bytes around its subject and its ``validFrom``: every other
+    member is fixed for an issuer, and RFC 8785 sorts them, so the frame is made once."""
+    whole = canonicalize(_credential(_credential_head(issuer), _VALID_FROM, _SUBJECT))
     before, rest = whole.split(canonicalize(_SUBJECT))
     between, after = rest.split(canonicalize(_VALID_FROM))
     return before, between, after
