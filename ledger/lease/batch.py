@@ -4,9 +4,9 @@ A :class:`Batch` lives from the transaction's start to its end: the open transac
 resources its calls read (shared, so calls on one resource see each other), the waiters it
 served and the owner tokens drawn for its calls. It decides with the pure machine
 (``ledger/lease/leases.py``), records with the writer's recorder and renders the answer's data.
-Waits (``ledger/lease/waits.py``) and replay (``ledger/lease/replay.py``) are functions of a Batch;
-the
-:class:`~ledger.lease.decider.Decider` makes one per transaction and keeps what outlives it.
+Waits (``ledger/lease/waits.py``) and replay (``ledger/lease/replay.py``) are functions of a
+Batch; the :class:`~ledger.lease.decider.Decider` makes one per transaction and keeps what
+outlives it.
 """
 
 from __future__ import annotations
