@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from sys import intern
 from typing import Any
 
 from verify.errors import MalformedInput
@@ -198,7 +199,7 @@ def event_of(index: int, leaf: bytes, violation: Flag) -> Event | None:
         index,
         entry["kind"],
         entry["time"],
-        (entry["tenant"], entry["resource"]),
+        (intern(entry["tenant"]), entry["resource"]),  # one copy of a tenant's name kept
         entry["holder"],
         entry["fencingToken"],
         entry["expiresAt"],

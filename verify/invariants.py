@@ -133,9 +133,11 @@ class Rules:
         self.last_time, self.last_index = str(data["time"]), None if index is None else int(index)
         self.resources, self.dormant = resources, dormant
 
-    def forget_ended(self, keep: int) -> None:
+    def forget_ended(self, keep: int | None = None) -> None:
         """Shrink each resource with no lease left and no running lifecycle to its highest
-        fencing token; remember only the ``keep`` most recently ended of those."""
+        fencing token; remember only the ``keep`` most recently ended of those (every one if
+        None: the checks stay exact, as an entry that finds its resource shrunk is judged as it
+        would have been — short of one already flagged ``time-order``)."""
         now, dormant = self.last_time, self.dormant
         ended = [
             key
@@ -145,8 +147,9 @@ class Rules:
         for key in ended:
             dormant.pop(key, None)
             dormant[key] = self.resources.pop(key).max_token
-        for key in list(itertools.islice(dormant, max(0, len(dormant) - keep))):
-            del dormant[key]
+        if keep is not None:
+            for key in list(itertools.islice(dormant, max(0, len(dormant) - keep))):
+                del dormant[key]
 
     def apply(self, ev: Event) -> None:
         if ev.time < self.last_time:  # DESIGN §6: liveness is judged at each entry's time
