@@ -228,6 +228,8 @@ class Rules:
         if ev.expires != lease.expires:
             self.flag(ev, "lease-mismatch", f"expiresAt {ev.expires}, lease had {lease.expires}")
         del res.leases[ev.token]
+        if not res.leases:
+            res.leases = {}  # an emptied dict keeps its table; a new one has none
         if ev.kind == "complete":
             res.completed = True
 
