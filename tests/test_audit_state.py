@@ -99,3 +99,26 @@ def test_the_audit_shrinks_as_it_goes_and_still_finds_a_repeated_token(
     ledger.add("acquire", 1, 41, 45, resource=f"{0:064x}")
     report = audit(ledger.records(), [trusted(clean)])
     assert [(v.index, v.check) for v in report.violations] == [(40, "fencing")]
+
+
+def test_the_audit_scans_no_more_resources_than_it_reads_entries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Leases whose lifecycles all still run cannot shrink: the audit then spaces its scans by
+    the resources left whole, so scanning them costs no more than reading the entries."""
+    monkeypatch.setattr(verify.audit, "FORGET_EVERY", 4)
+    scanned: list[int] = []
+    forget = Rules.forget_ended
+
+    def counted(rules: Rules, keep: int | None = None) -> None:
+        scanned.append(len(rules.resources))
+        forget(rules, keep)
+
+    monkeypatch.setattr(Rules, "forget_ended", counted)
+    ledger = Ledger()
+    for n in range(60):  # two grants a second, none ended: their lifecycle (a day) runs on
+        resource = f"{n:064x}"
+        ledger.add("acquire", 1, n // 2, n // 2 + 1, resource=resource)
+    records = ledger.records()
+    assert audit(records, [trusted(records)]).ok
+    assert scanned == [4, 8, 16, 32] and sum(scanned) <= 60

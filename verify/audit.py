@@ -3,9 +3,9 @@
 The input is the parsed records of an export (docs/export-format.md): a header, the signing keys,
 then the entries in index order with each checkpoint right after the entry that completes its
 tree. One pass, O(log n) memory for the tree plus the live leases and one fencing token per
-resource ever granted (rule 2 needs it; ``Rules.forget_ended`` every :data:`FORGET_EVERY`
-entries): the RFC 9162 §2.1.1 root of ``[0, size)`` is folded from a compact range (the perfect
-subtrees tiling the prefix), so each checkpoint is checked the moment its last entry is hashed.
+resource ever granted (rule 2 needs it; ``Rules.forget_ended``, see :data:`FORGET_EVERY`): the
+RFC 9162 §2.1.1 root of ``[0, size)`` is folded from a compact range (the perfect subtrees
+tiling the prefix), so each checkpoint is checked the moment its last entry is hashed.
 
 Checks, each reported as a :class:`Violation` with the entry index it concerns:
 
@@ -70,8 +70,9 @@ __all__ = [
 
 PROGRESS_EVERY = 1000  # entries between progress calls: a bar redraws smoothly, cheaply
 FORGET_EVERY = 1 << 16
-"""Entries between shrinking ended resources to their highest fencing token: the state stays
-the size of what is live, plus a token per resource, however long the ledger."""
+"""Entries at least between shrinking ended resources to their highest fencing token, so the
+state stays the size of what is live plus a token per resource; at least as many as the
+resources left whole, so the scans cost no more than the entries between them."""
 
 Progress = Callable[[int], None]
 
@@ -128,6 +129,7 @@ class _Replay:
         self.arrival = itertools.count()
         self.sealed: int | None = None  # the largest checkpoint whose signature and root hold
         self.next_index = 0
+        self.next_forget = FORGET_EVERY
         self.rules = Rules(self.violation, self.warning)
         self.progress = progress
 
@@ -163,8 +165,9 @@ class _Replay:
             self.seal(heapq.heappop(self.pending)[2])
         if self.progress is not None and size % PROGRESS_EVERY == 0:
             self.progress(size)
-        if size % FORGET_EVERY == 0:
+        if size >= self.next_forget:
             self.rules.forget_ended()
+            self.next_forget = size + max(FORGET_EVERY, len(self.rules.resources))
 
     def checkpoint(self, cp: Checkpoint) -> None:
         self.report.checkpoints += 1
