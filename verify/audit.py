@@ -2,10 +2,11 @@
 
 The input is the parsed records of an export (docs/export-format.md): a header, the signing keys,
 then the entries in index order with each checkpoint right after the entry that completes its
-tree. One pass, O(log n) memory for the tree plus the live leases and one fencing token per
-resource ever granted (rule 2 needs it; ``Rules.forget_ended``, see :data:`FORGET_EVERY`): the
-RFC 9162 §2.1.1 root of ``[0, size)`` is folded from a compact range (the perfect subtrees
-tiling the prefix), so each checkpoint is checked the moment its last entry is hashed.
+tree. One pass: O(log n) memory for the tree, plus each resource whose lease or lifecycle still
+runs and one fencing token per resource ever granted (rule 2 needs it; ``Rules.forget_ended``,
+see :data:`FORGET_EVERY`). The RFC 9162 §2.1.1 root of ``[0, size)`` is folded from a compact
+range (the perfect subtrees tiling the prefix), so each checkpoint is checked the moment its
+last entry is hashed.
 
 Checks, each reported as a :class:`Violation` with the entry index it concerns:
 
